@@ -1,0 +1,331 @@
+"""XPBD time stepping of a rod forest: Deul Algorithm 1 with the direct KKT solver or Gauss–Seidel."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import joint_constraint
+from . import quaternion as quat
+from .gauss_seidel import colour_joints, gauss_seidel_iteration
+from .kkt_tree import TreeKKT
+from .model import RodModel
+
+ForceField = Callable[["Simulator"], tuple]
+KinematicDriver = Callable[[float], tuple]
+
+
+class NonFiniteStateError(FloatingPointError):
+    """A step produced NaN or inf; the simulator state was left as it was before the step."""
+
+
+@dataclass
+class StepReport:
+    iterations: int       # Newton (KKT) or Gauss–Seidel iterations taken
+    residual: float       # ‖C + α̃λ‖∞ at the end of the step (Chebyshev norm of b, Eq. 22)
+
+
+class Simulator:
+    """State and time stepping for one :class:`RodModel`.
+
+    Parameters: ``dt`` [s]; ``solver`` ``"kkt"`` (direct, Deul §4.2) or ``"gs"`` (XPBD Gauss–Seidel,
+    Eq. 21); ``max_iterations`` per step; ``tolerance`` η on ``‖C + α̃λ‖∞`` (Algorithm 1, line 5);
+    ``gravity`` [m/s²]; ``damping`` [1/s]: mass-proportional (Rayleigh α) damping of linear and
+    angular velocity, 0 for none; ``kinematic``: optional ``f(t) -> (positions (k, 3), orientations
+    (k, 4))`` for the k pinned segments in index order, to drive them.
+
+    State arrays (world frame unless noted): ``positions`` (n, 3) [m], ``orientations`` (n, 4),
+    ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3) [rad/s, body frame], ``time`` [s].
+    External loads: ``forces``/``torques`` (n, 3) [N, N·m, world frame] persist between steps;
+    :meth:`add_point_load` applies a force at a point of a segment; ``force_fields`` are callables
+    ``f(sim) -> (forces (n, 3), torques (n, 3))`` evaluated every step (wind, later).
+    """
+
+    def __init__(self, model: RodModel, dt: float = 1.0 / 60.0, *, solver: str = "kkt",
+                 max_iterations: int = 10, tolerance: float = 1e-6, gravity=(0.0, 0.0, -9.81),
+                 damping: float = 0.0, kinematic: KinematicDriver | None = None):
+        if not isinstance(model, RodModel):
+            raise TypeError("model must be a RodModel")
+        self.model = model
+        self.dt = dt
+        self.solver = solver
+        self.max_iterations = max_iterations
+        self.tolerance = tolerance
+        self.gravity = gravity
+        self.damping = damping
+        self.kinematic = kinematic
+        n = model.n_segments
+        self.positions = model.positions.copy()
+        self.orientations = model.orientations.copy()
+        self.velocities = np.zeros((n, 3))
+        self.angular_velocities = np.zeros((n, 3))
+        self.time = 0.0
+        self.forces = np.zeros((n, 3))
+        self.torques = np.zeros((n, 3))
+        self._point_seg = np.zeros(0, np.int64)
+        self._point_local = np.zeros((0, 3))
+        self._point_force = np.zeros((0, 3))
+        self.force_fields: list[ForceField] = []
+
+        free = ~model.pinned
+        self.free_index = np.flatnonzero(free)
+        seg_to_free = np.full(n, -1, dtype=np.int64)
+        seg_to_free[self.free_index] = np.arange(self.free_index.size)
+        self._seg_a = seg_to_free[model.joint_parent]
+        self._seg_b = seg_to_free[model.joint_child]
+        mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
+        self._mass_diag_free = mass_diag[free]
+        self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
+        self._kkt: TreeKKT | None = None
+        self._colours: list[np.ndarray] | None = None
+        self.lam = np.zeros((model.n_joints, 6))
+        self._step_open = False
+        self.last_report: StepReport | None = None
+
+    # ------------------------------------------------------------------ parameters (validated)
+    @property
+    def dt(self) -> float:
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        value = float(value)
+        if not (np.isfinite(value) and value > 0.0):
+            raise ValueError(f"dt must be a finite time step > 0 s, got {value}")
+        self._dt = value
+        self._alpha_tilde = None
+
+    @property
+    def solver(self) -> str:
+        return self._solver
+
+    @solver.setter
+    def solver(self, value: str) -> None:
+        if value not in ("kkt", "gs"):
+            raise ValueError(f"solver must be 'kkt' or 'gs', got {value!r}")
+        self._solver = value
+
+    @property
+    def max_iterations(self) -> int:
+        return self._max_iterations
+
+    @max_iterations.setter
+    def max_iterations(self, value: int) -> None:
+        if int(value) != value or value < 1:
+            raise ValueError(f"max_iterations must be an integer ≥ 1, got {value}")
+        self._max_iterations = int(value)
+
+    @property
+    def tolerance(self) -> float:
+        return self._tolerance
+
+    @tolerance.setter
+    def tolerance(self, value: float) -> None:
+        if not (np.isfinite(value) and value >= 0.0):
+            raise ValueError(f"tolerance must be finite and ≥ 0, got {value}")
+        self._tolerance = float(value)
+
+    @property
+    def gravity(self) -> np.ndarray:
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value) -> None:
+        g = np.asarray(value, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"gravity must be a finite 3-vector in m/s², got {value!r}")
+        self._gravity = g
+
+    @property
+    def damping(self) -> float:
+        return self._damping
+
+    @damping.setter
+    def damping(self, value: float) -> None:
+        if not (np.isfinite(value) and value >= 0.0):
+            raise ValueError(f"damping must be finite and ≥ 0 (1/s), got {value}")
+        self._damping = float(value)
+
+    @property
+    def alpha_tilde(self) -> np.ndarray:
+        if self._alpha_tilde is None:
+            self._alpha_tilde = joint_constraint.compliance(self.model, self._dt)
+        return self._alpha_tilde
+
+    # ------------------------------------------------------------------ loads
+    def _check_segment(self, segment) -> int:
+        if isinstance(segment, (bool, np.bool_)) or int(segment) != segment or not 0 <= segment < self.model.n_segments:
+            raise ValueError(f"segment {segment!r} is not a segment index (0…{self.model.n_segments - 1})")
+        return int(segment)
+
+    def add_point_load(self, segment: int, local_point, force) -> None:
+        """Apply ``force`` [N, world frame] at ``local_point`` [m, segment frame] of ``segment`` every step."""
+        s = self._check_segment(segment)
+        p = np.asarray(local_point, dtype=float).reshape(3)
+        f = np.asarray(force, dtype=float).reshape(3)
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(f))):
+            raise ValueError(f"point load on segment {s}: point and force must be finite")
+        self._point_seg = np.append(self._point_seg, s)
+        self._point_local = np.vstack((self._point_local, p))
+        self._point_force = np.vstack((self._point_force, f))
+
+    def clear_point_loads(self) -> None:
+        self._point_seg = np.zeros(0, np.int64)
+        self._point_local = np.zeros((0, 3))
+        self._point_force = np.zeros((0, 3))
+
+    def external_loads(self):
+        """Total external force [N] and torque [N·m] per segment, world frame, at the current pose."""
+        f = self.forces + self.model.masses[:, None] * self._gravity
+        t = self.torques.copy()
+        if self._point_seg.size:
+            arm = quat.rotate(self.orientations[self._point_seg], self._point_local)
+            np.add.at(f, self._point_seg, self._point_force)
+            np.add.at(t, self._point_seg, np.cross(arm, self._point_force))
+        for field in self.force_fields:
+            ff, tt = field(self)
+            f = f + ff
+            t = t + tt
+        return f, t
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def begin_step(self) -> None:
+        """Lines 1–4: predict positions and orientations (with the gyroscopic term), λ ← 0."""
+        dt = self._dt
+        self._saved = (self.positions.copy(), self.orientations.copy(), self.velocities.copy(),
+                       self.angular_velocities.copy(), self.time)
+        f, t = self.external_loads()
+        free = ~self.model.pinned
+        inv_m = self._inv_mass_diag
+        v = self.velocities + dt * f * inv_m[:, :3]
+        w = self.angular_velocities
+        inertia = self.model.inertia
+        torque_body = quat.rotate_inverse(self.orientations, t)
+        w = w + dt * inv_m[:, 3:] * (torque_body - np.cross(w, inertia * w))
+        self._x_prev = self.positions.copy()
+        self._q_prev = self.orientations.copy()
+        x = np.where(free[:, None], self.positions + dt * v, self.positions)
+        q = np.where(free[:, None], quat.integrate_body(self.orientations, dt * w), self.orientations)
+        if self.kinematic is not None and np.any(~free):
+            kp, kq = self.kinematic(self.time + dt)
+            x[~free] = np.asarray(kp, dtype=float).reshape(-1, 3)
+            q[~free] = quat.normalize(np.asarray(kq, dtype=float).reshape(-1, 4))
+        self.positions, self.orientations = x, q
+        self.lam = np.zeros((self.model.n_joints, 6))
+        self._step_open = True
+
+    def constraint_residual(self) -> np.ndarray:
+        """``C(x) + α̃λ`` per joint (m, 6): −b of Eq. 22."""
+        c = joint_constraint.evaluate(self.model, self.positions, self.orientations, with_jacobians=False)
+        return c + self.alpha_tilde * self.lam
+
+    def residual(self) -> float:
+        """Chebyshev norm ``‖C + α̃λ‖∞`` (0 for a model without joints)."""
+        if self.model.n_joints == 0:
+            return 0.0
+        return float(np.max(np.abs(self.constraint_residual())))
+
+    def iterate(self, solver: str | None = None) -> float:
+        """One solver iteration (lines 6–9 for ``"kkt"``, Eq. 21 sweep for ``"gs"``); returns the new residual."""
+        solver = self._solver if solver is None else solver
+        if self.model.n_joints == 0:
+            return 0.0
+        if solver == "kkt":
+            self._kkt_iteration()
+        elif solver == "gs":
+            if self._colours is None:
+                self._colours = colour_joints(self._seg_a, self._seg_b)
+            gauss_seidel_iteration(self.model, self.positions, self.orientations, self.lam,
+                                   self.alpha_tilde, self._inv_mass_diag, self._colours)
+        else:
+            raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
+        return self.residual()
+
+    def _kkt_iteration(self) -> None:
+        if self._kkt is None:
+            self._kkt = TreeKKT(self.free_index.size, self._seg_a, self._seg_b)
+        c, j_p, j_c = joint_constraint.evaluate(self.model, self.positions, self.orientations)
+        at = self.alpha_tilde
+        self._kkt.factor(self._mass_diag_free, at, j_p, j_c)
+        dx, dlam = self._kkt.solve(None, c + at * self.lam)   # Eq. 22: H (Δx, Δλ) = (0, −b)
+        f = self.free_index
+        self.positions[f] += dx[:, :3]
+        self.orientations[f] = quat.integrate_body(self.orientations[f], dx[:, 3:])
+        self.lam += dlam
+
+    def end_step(self) -> None:
+        """Lines 16–17: velocities from the position change; damping; finiteness check."""
+        dt = self._dt
+        v = (self.positions - self._x_prev) / dt
+        w = quat.body_rotation_vector(self._q_prev, self.orientations) / dt
+        if self._damping > 0.0:
+            decay = np.exp(-self._damping * dt)
+            v *= decay
+            w *= decay
+        state = (self.positions, self.orientations, v, w)
+        finite = np.ones(self.model.n_segments, bool)
+        for arr in state:
+            finite &= np.all(np.isfinite(arr), axis=1)
+        if not np.all(finite):
+            bad = int(np.flatnonzero(~finite)[0])
+            self._restore()
+            raise NonFiniteStateError(
+                f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
+                "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)")
+        self.velocities, self.angular_velocities = v, w
+        self.time = self.time + dt
+        self._step_open = False
+
+    def _restore(self) -> None:
+        (self.positions, self.orientations, self.velocities, self.angular_velocities, self.time) = self._saved
+        self.lam = np.zeros((self.model.n_joints, 6))
+        self._step_open = False
+
+    def step(self) -> StepReport:
+        """Advance one time step ``dt``: Algorithm 1. Raises :class:`NonFiniteStateError` on NaN/inf."""
+        self.begin_step()
+        try:
+            iterations = 0
+            res = self.residual()
+            while np.isfinite(res) and res > self._tolerance and iterations < self._max_iterations:
+                res = self.iterate()
+                iterations += 1
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            self._restore()
+            raise NonFiniteStateError(f"the solver failed at t = {self.time:.6g} s ({exc}); state restored") from exc
+        self.end_step()
+        self.last_report = StepReport(iterations, res)
+        return self.last_report
+
+    def run(self, steps: int) -> StepReport:
+        report = StepReport(0, 0.0)
+        for _ in range(int(steps)):
+            report = self.step()
+        return report
+
+    # ------------------------------------------------------------------ read-back
+    def segment_points(self, segment_local_points: np.ndarray, segments: np.ndarray) -> np.ndarray:
+        """World positions of points given in segments' local frames (e.g. the tips ``(0, 0, l/2)``)."""
+        segments = np.asarray(segments, dtype=np.int64)
+        return self.positions[segments] + quat.rotate(self.orientations[segments], segment_local_points)
+
+    def tip(self, segment: int = -1) -> np.ndarray:
+        """World position of the +z end of a segment (the free tip of a rod built from a polyline)."""
+        s = segment % self.model.n_segments
+        return self.segment_points(np.array([[0.0, 0.0, 0.5 * self.model.lengths[s]]]), np.array([s]))[0]
+
+    def kinetic_energy(self) -> float:
+        m = self.model
+        free = ~m.pinned
+        lin = 0.5 * np.sum(m.masses[free] * np.sum(self.velocities[free] ** 2, axis=1))
+        ang = 0.5 * np.sum(m.inertia[free] * self.angular_velocities[free] ** 2)
+        return float(lin + ang)
+
+    def momentum(self):
+        """Total linear [kg·m/s] and angular momentum about the origin [kg·m²/s] of the free segments."""
+        m = self.model
+        free = ~m.pinned
+        p = m.masses[free, None] * self.velocities[free]
+        l_spin = quat.rotate(self.orientations[free], m.inertia[free] * self.angular_velocities[free])
+        return p.sum(axis=0), (np.cross(self.positions[free], p) + l_spin).sum(axis=0)
