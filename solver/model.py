@@ -36,6 +36,16 @@ def _as_array(name: str, value, shape_tail: tuple, count: int, dtype=float) -> n
     return arr
 
 
+def _section_radii(name: str, value, count: int) -> np.ndarray:
+    """Cross-section semi-axes (count, 2): a scalar or a 1-D array is a circular radius (per item);
+    elliptic sections are given as shape (count, 2) or (1, 2)."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim <= 1:
+        arr = np.stack([np.broadcast_to(arr, (count,)) if arr.ndim == 0 or arr.shape[0] == count
+                        else _as_array(name, arr, (), count)] * 2, axis=1)
+    return _as_array(name, arr, (2,), count)
+
+
 def _require_positive(name: str, arr: np.ndarray) -> None:
     flat = arr.reshape(arr.shape[0], -1)
     bad = np.argwhere(~(flat > 0.0))
@@ -115,7 +125,7 @@ class RodModel:
     ) -> "RodModel":
         """Build and validate a model from segment and joint arrays (broadcasting scalars).
 
-        Radii may be given per segment as a scalar (circular) or as (a, b) semi-axes. Joint radii
+        Radii: a scalar or one value per segment (circular), or semi-axes (a, b) as shape (n, 2). Joint radii
         default to the mean of the two segments' radii. ``torsion_modulus`` defaults to
         ``E / (2 (1 + ν))`` with ν = 0.3. Raises ``ValueError`` naming the offending item.
         """
@@ -132,10 +142,7 @@ class RodModel:
         orientations = orientations / norms[:, None]
         lengths = _as_array("lengths", lengths, (), n)
         _require_positive("lengths", lengths)
-        radii = np.asarray(radii, dtype=float)
-        if radii.ndim == 0 or (radii.ndim == 1 and radii.shape[0] == n and n != 2):
-            radii = np.stack([np.broadcast_to(radii, (n,))] * 2, axis=1)
-        radii = _as_array("radii", radii, (2,), n)
+        radii = _section_radii("radii", radii, n)
         _require_positive("radii", radii)
         densities = _as_array("densities", densities, (), n)
         _require_positive("densities", densities)
@@ -169,11 +176,7 @@ class RodModel:
         joint_point_child = joint_vec("joint_point_child", joint_point_child, half_c)
         if joint_radii is None:
             joint_radii = 0.5 * (radii[jp] + radii[jc])
-        else:
-            joint_radii = np.asarray(joint_radii, dtype=float)
-            if joint_radii.ndim == 0 or (joint_radii.ndim == 1 and joint_radii.shape[0] == m and m != 2):
-                joint_radii = np.stack([np.broadcast_to(joint_radii, (m,))] * 2, axis=1)
-        joint_radii = _as_array("joint_radii", joint_radii, (2,), m)
+        joint_radii = _section_radii("joint_radii", joint_radii, m)
         _require_positive("joint_radii", joint_radii)
         youngs_modulus = _as_array("youngs_modulus", youngs_modulus, (), m)
         _require_positive("youngs_modulus", youngs_modulus)
