@@ -25,11 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .definite_blocks import inv_definite
+
 
 
 @dataclass
 class _Round:
     elim: np.ndarray          # (k,) nodes eliminated in this round
+    sign: np.ndarray          # (k,) +1 for segment pivots (positive definite), −1 for joint pivots
     pair_local: np.ndarray    # (P,) index into elim of the eliminated node of each (node, neighbour) pair
     pair_nbr: np.ndarray      # (P,) neighbour node
     pair_edge: np.ndarray     # (P,) edge id joining them
@@ -158,7 +161,8 @@ class TreeKKT:
                 node_starts = np.zeros(0, np.int64)
                 node_with_pairs = np.zeros(0, np.int64)
             rounds.append(_Round(
-                elim=np.asarray(picked, dtype=np.int64), pair_local=pair_local_a, pair_nbr=pair_nbr_a,
+                elim=np.asarray(picked, dtype=np.int64),
+                sign=np.where(np.asarray(picked, dtype=np.int64) < self.n_free, 1.0, -1.0), pair_local=pair_local_a, pair_nbr=pair_nbr_a,
                 pair_edge=np.asarray(pair_edge, dtype=np.int64), pair_trans=np.asarray(pair_trans, dtype=bool),
                 nbr_order=order, nbr_unique=sorted_nbr[starts], nbr_starts=starts,
                 nbr_distinct=bool(starts.size == sorted_nbr.size),
@@ -212,7 +216,7 @@ class TreeKKT:
         E[:na] = -np.swapaxes(jac_a[self.edge_a_joint], 1, 2)
         E[na:self.n_initial_edges] = -np.swapaxes(jac_b[self.edge_b_joint], 1, 2)
         for k, rd in enumerate(self.rounds):
-            dinv = np.linalg.inv(D[rd.elim])   # LAPACK per block: the most accurate for these badly scaled pivots
+            dinv = inv_definite(D[rd.elim], rd.sign)
             self._Dinv[k] = dinv
             if rd.pair_nbr.size == 0:
                 self._W[k] = None

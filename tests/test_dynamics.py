@@ -101,24 +101,35 @@ def test_curved_rod_at_rest_stays_at_rest_for_1000_steps(pinned):
     assert sim.kinetic_energy() < 1e-20
 
 
-def test_free_rod_conserves_linear_and_angular_momentum():
+def spinning_free_rod(dt):
     model = helix()
-    sim = Simulator(model, dt=1 / 120, gravity=(0, 0, 0), tolerance=1e-12, max_iterations=10)
+    sim = Simulator(model, dt=dt, gravity=(0, 0, 0), tolerance=1e-12, max_iterations=10)
     rng = np.random.default_rng(7)
     sim.velocities[:] = rng.normal(scale=0.5, size=sim.velocities.shape)
     sim.angular_velocities[:] = rng.normal(scale=2.0, size=sim.angular_velocities.shape)
-    p0, l0 = sim.momentum()
-    ke0 = sim.kinetic_energy()
-    for _ in range(300):
-        sim.step()
-    p1, l1 = sim.momentum()
-    scale_p = np.sum(model.masses) * 0.5
-    assert np.linalg.norm(p1 - p0) <= 1e-9 * scale_p
-    assert np.linalg.norm(l1 - l0) <= 2e-3 * np.linalg.norm(l0)
-    # implicit Euler dissipates, but never creates energy
-    assert sim.kinetic_energy() <= ke0
-    # and the rod really moved and deformed (the test is not vacuous)
-    assert np.max(np.abs(sim.positions - model.positions)) > 0.5
+    return model, sim
+
+
+def test_free_rod_conserves_linear_and_angular_momentum():
+    drift = []
+    for dt in (1 / 120, 1 / 240):
+        model, sim = spinning_free_rod(dt)
+        p0, l0 = sim.momentum()
+        ke0 = sim.kinetic_energy()
+        for _ in range(int(round(2.5 / dt))):
+            sim.step()
+        p1, l1 = sim.momentum()
+        # joint forces are equal and opposite: linear momentum to round-off
+        assert np.linalg.norm(p1 - p0) <= 1e-12 * np.linalg.norm(p0)
+        drift.append(np.linalg.norm(l1 - l0) / np.linalg.norm(l0))
+        # implicit Euler dissipates, but never creates energy
+        assert sim.kinetic_energy() <= ke0
+        # and the rod really moved and deformed (the test is not vacuous)
+        assert np.max(np.abs(sim.positions - model.positions)) > 0.5
+    # angular momentum: bend/twist torques cancel exactly (see joint_constraint), what is left is the
+    # time discretisation of rotations (measured 9.8e-4 at Δt = 1/120 s over 2.5 s), vanishing with Δt
+    assert drift[0] <= 2e-3
+    assert drift[1] <= 0.5 * drift[0]
 
 
 def test_pinned_segment_driven_by_a_function_of_time_carries_the_rod():

@@ -107,3 +107,18 @@ def test_chain_needs_logarithmically_many_rounds_and_linear_fill():
         kkt = TreeKKT(sim.free_index.size, sim._seg_a, sim._seg_b)
         assert kkt.n_rounds <= 4 * np.log2(2 * n), (n, kkt.n_rounds)
         assert kkt.n_edges <= 2 * kkt.n_nodes
+
+
+def test_unrolled_definite_inverse_matches_lapack_and_rejects_indefinite_blocks():
+    from solver.definite_blocks import inv_definite, BATCH_MIN
+    rng = np.random.default_rng(4)
+    k = 3 * BATCH_MIN
+    a = rng.normal(size=(k, 6, 6))
+    d = a @ np.swapaxes(a, 1, 2) + 1e-3 * np.eye(6)
+    d[:, :3, :3] *= 1e4                         # badly scaled, like mass vs inertia rows
+    sign = np.where(rng.random(k) < 0.5, 1.0, -1.0)
+    d *= sign[:, None, None]
+    np.testing.assert_allclose(inv_definite(d, sign), np.linalg.inv(d), rtol=1e-8, atol=1e-12)
+    d[5] = np.diag([1.0, 1, 1, 1, 1, -1]) * sign[5]
+    with pytest.raises(np.linalg.LinAlgError):
+        inv_definite(d, sign)
