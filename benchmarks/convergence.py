@@ -4,7 +4,10 @@ Cantilever beams (L = 10 m, r = 0.5 m, E = 1 GPa, ρ = 1000 kg/m³, gravity, no 
 of 8, 50 and 1000 segments are first brought to rest (3 KKT iterations per step, with temporary
 mass-proportional damping to get there faster). From that rest state one time step is opened
 (prediction, λ ← 0) and the Chebyshev norm of the residual ``‖C + α̃λ‖∞`` (Eq. 22) is recorded after
-KKT iterations and, from the identical predicted start, after Gauss–Seidel iterations.
+KKT iterations and, from the identical predicted start, after Gauss–Seidel iterations. The GS run
+stops when its residual is ≤ the 1-iteration KKT residual, at the iteration cap (lowered per size
+so that it fits --gs-budget seconds), or when it has stalled at the round-off floor (below
+--floor-level with no 0.1 % improvement for --floor-patience iterations).
 
     python3 benchmarks/convergence.py --json      # last stdout line: one JSON object
     python3 benchmarks/convergence.py --quick     # smoke run (small sizes, low GS cap)
@@ -132,6 +135,9 @@ def run_size(n: int, args) -> dict:
     best = math.inf
     gs4 = None
     matched = None
+    within10 = None
+    best_prev, best_at = math.inf, 0
+    stop = "cap"
     trace_it, trace_res = [], []
     next_mark = 1
     t_start = time.perf_counter()
@@ -148,13 +154,23 @@ def run_size(n: int, args) -> dict:
             trace_it.append(k)
             trace_res.append(r)
             next_mark = max(k + 1, int(math.ceil(next_mark * 1.25)))
+        if within10 is None and r <= 10.0 * kkt1:
+            within10 = k
+        if r < best_prev * (1.0 - 1e-3):
+            best_prev, best_at = r, k
         if r <= kkt1:
-            matched = k
+            matched, stop = k, "matched"
+            trace_it.append(k)
+            trace_res.append(r)
+            break
+        if best < args.floor_level and k - best_at >= args.floor_patience:
+            stop = "roundoff_floor"   # no 0.1 % improvement for floor_patience iterations at ~machine precision
             trace_it.append(k)
             trace_res.append(r)
             break
         if not math.isfinite(r):
             log(f"[n={n}] GS residual not finite at iteration {k}")
+            stop = "non_finite"
             break
         now = time.perf_counter()
         if now - last_report > 30:
@@ -164,10 +180,11 @@ def run_size(n: int, args) -> dict:
     gs_wall = time.perf_counter() - t_start
     gs_ms = 1e3 * float(np.median(times[:k]))
     it_arr, res_arr = np.array(trace_it), np.array(trace_res)
-    extra, slope = (None, None) if matched is not None else extrapolate(it_arr, res_arr, kkt1)
-    log(f"[n={n}] GS: after 4 iterations {gs4:.3g}; "
+    extra, slope = (None, None) if stop != "cap" else extrapolate(it_arr, res_arr, kkt1)
+    log(f"[n={n}] GS: after 4 iterations {gs4 if gs4 is None else f'{gs4:.3g}'}; "
         + (f"matched KKT(1) = {kkt1:.3g} after {matched} iterations" if matched is not None
-           else f"cap {cap} reached, best {best:.3g} (log-linear extrapolation to KKT(1): {extra} iterations)")
+           else f"stopped ({stop}) after {k} iterations, best {best:.3g}; within 10× of KKT(1) after {within10}; "
+                f"log-linear extrapolation to KKT(1): {extra} iterations")
         + f"; {gs_wall:.1f} s")
     # thin the trace to ~log-spaced points for the JSON
     sel = np.unique(np.concatenate(([0], np.searchsorted(it_arr, np.unique(np.round(
@@ -182,7 +199,9 @@ def run_size(n: int, args) -> dict:
         "gs_residual_4": gs4,
         "gs_iters_to_match": matched,
         "gs_cap": cap,
-        "gs_cap_reached": matched is None,
+        "gs_cap_reached": stop == "cap",
+        "gs_stop_reason": stop,
+        "gs_iters_to_10x_kkt1": within10,
         "gs_iterations_run": k,
         "gs_best_residual": best,
         "gs_final_residual": float(res_arr[-1]) if res_arr.size else None,
@@ -206,6 +225,10 @@ def main() -> None:
     ap.add_argument("--gs-cap", type=int, default=None, help="max GS iterations per size (default 100000)")
     ap.add_argument("--gs-budget", type=float, default=900.0,
                     help="lower the GS cap of a size whose GS run would take longer than this [s] (default 900)")
+    ap.add_argument("--floor-level", type=float, default=1e-12,
+                    help="GS stops early if its best residual is below this and has stalled (roundoff floor)")
+    ap.add_argument("--floor-patience", type=int, default=5000,
+                    help="iterations without 0.1%% improvement that count as stalled (default 5000)")
     ap.add_argument("--damping", type=float, default=2.0, help="damping [1/s] while coming to rest (default 2)")
     ap.add_argument("--ke-tol", type=float, default=1e-12, help="kinetic energy [J] counted as rest (default 1e-12)")
     ap.add_argument("--max-rest-time", type=float, default=120.0, help="max simulated time to reach rest [s]")
@@ -246,7 +269,8 @@ def main() -> None:
         print(f"{'segments':>8} {'KKT r1':>10} {'KKT r3':>10} {'GS r4':>10} {'GS→KKT1':>10} {'GS best':>10} "
               f"{'KKT ms':>8} {'GS ms':>8} {'ratio':>6}")
         for n, r in results.items():
-            match = str(r["gs_iters_to_match"]) if r["gs_iters_to_match"] is not None else f">{r['gs_cap']}"
+            match = (str(r["gs_iters_to_match"]) if r["gs_iters_to_match"] is not None
+                     else f">{r['gs_cap']}" if r["gs_cap_reached"] else r["gs_stop_reason"])
             print(f"{n:>8} {r['kkt_residual_1']:10.3e} {r['kkt_residual_3']:10.3e} {r['gs_residual_4']:10.3e} "
                   f"{match:>10} {r['gs_best_residual']:10.3e} {r['kkt_ms_per_iteration']:8.3f} "
                   f"{r['gs_ms_per_iteration']:8.3f} {r['kkt_to_gs_cost_ratio']:6.2f}")

@@ -1,0 +1,117 @@
+"""Scaling of one Newton (KKT) iteration with the number of segments: chains and random trees.
+
+For each scene (``scenes.chain(n)``, ``scenes.random_tree(n, seed=0)``) and size: build
+``Simulator(model, dt=1/60)``, ``begin_step()``, one warm-up ``iterate("kkt")`` (it builds the
+symbolic elimination schedule once per topology; timed as ``symbolic_s``, which includes that
+first numeric iteration), then the median time of several further ``iterate("kkt")`` calls
+(factor + solve + update + residual). The linear-time claim is checked by the least-squares slope
+of log(ms) against log(segments).
+
+    python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
+    python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solver import Simulator  # noqa: E402
+from solver.scenes import chain, random_tree  # noqa: E402
+
+TARGET_SLOPE = 1.15
+SCENES = {"chain": lambda n: chain(n), "tree": lambda n: random_tree(n, seed=0)}
+
+
+def log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def peak_rss_kib() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)   # KiB on Linux
+
+
+def measure(scene: str, n: int, repeats: int) -> dict:
+    t0 = time.perf_counter()
+    model = SCENES[scene](n)
+    build_s = time.perf_counter() - t0
+    sim = Simulator(model, dt=1.0 / 60.0)
+    sim.begin_step()
+    t0 = time.perf_counter()
+    r_first = sim.iterate("kkt")
+    symbolic_s = time.perf_counter() - t0
+    samples, residuals = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        residuals.append(sim.iterate("kkt"))
+        samples.append(time.perf_counter() - t0)
+    ms = 1e3 * float(np.median(samples))
+    out = {"segments": model.n_segments, "joints": model.n_joints, "scene_build_s": build_s,
+           "symbolic_s": symbolic_s, "symbolic_minus_one_iteration_s": symbolic_s - 1e-3 * ms,
+           "elimination_rounds": sim._kkt.n_rounds if sim._kkt is not None else None,
+           "ms_per_iteration": ms, "samples_ms": [1e3 * s for s in samples],
+           "residual_after_warmup": r_first, "residual_last": residuals[-1], "peak_rss_kib": peak_rss_kib()}
+    log(f"{scene:>5} n={n:>7}: build {build_s:.2f} s, symbolic+first iteration {symbolic_s:.2f} s, "
+        f"{ms:.2f} ms/iteration (median of {repeats}), residual {r_first:.2e} → {residuals[-1]:.2e}, "
+        f"peak RSS {out['peak_rss_kib'] / 1024:.0f} MiB")
+    return out
+
+
+def loglog_slope(sizes, ms) -> float | None:
+    if len(sizes) < 2:
+        return None
+    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(ms, float)), 1)[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 1000 and 10000 segments, 3 repeats")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 10000 100000)")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="timed iterations per size (default 5, and 3 for ≥ 100000 segments)")
+    ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
+    args = ap.parse_args()
+    sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
+
+    t_all = time.perf_counter()
+    detail = {s: [] for s in args.scenes}
+    for n in sizes:
+        reps = args.repeats or (3 if args.quick or n >= 100000 else 5)
+        for scene in args.scenes:
+            detail[scene].append(measure(scene, n, reps))
+    ms = {s: [d["ms_per_iteration"] for d in detail[s]] for s in args.scenes}
+    slopes = {s: loglog_slope(sizes, ms[s]) for s in args.scenes}
+    met = {s: (slopes[s] is not None and slopes[s] <= TARGET_SLOPE) for s in args.scenes}
+    out = {
+        "benchmark": "scaling",
+        "sizes": sizes,
+        "ms_per_iteration": ms,
+        "symbolic_s": {s: [d["symbolic_s"] for d in detail[s]] for s in args.scenes},
+        "loglog_slope": slopes,
+        "target_slope_le": TARGET_SLOPE,
+        "targets_met": met,
+        "peak_rss_kib": peak_rss_kib(),
+        "detail": detail,
+        "wall_s": time.perf_counter() - t_all,
+    }
+    if not args.json:
+        print(f"{'scene':>6} {'segments':>9} {'ms/iter':>10} {'symbolic s':>11} {'rounds':>7}")
+        for s in args.scenes:
+            for d in detail[s]:
+                print(f"{s:>6} {d['segments']:>9} {d['ms_per_iteration']:10.2f} {d['symbolic_s']:11.2f} "
+                      f"{d['elimination_rounds']:>7}")
+            if slopes[s] is not None:
+                print(f"{s:>6} log-log slope {slopes[s]:.3f} (target ≤ {TARGET_SLOPE}): {'met' if met[s] else 'NOT met'}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
