@@ -1,0 +1,54 @@
+"""The "Stiff Rods" tab of the 3D View sidebar (N-panel)."""
+from __future__ import annotations
+
+import bpy
+
+from .session import SESSIONS
+
+
+class STIFF_RODS_PT_main(bpy.types.Panel):
+    bl_label = "Stiff Rods"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Stiff Rods"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if obj is None:
+            layout.label(text="Select a Sapling tree or a curve")
+            return
+        s = obj.stiff_rods
+        col = layout.column()
+        col.prop(s, "material")
+        if s.material == "CUSTOM":
+            col.prop(s, "youngs_modulus_gpa")
+            col.prop(s, "torsion_modulus_gpa")
+            col.prop(s, "density")
+        col.prop(s, "damping")
+        col.prop(s, "default_radius")
+        col.prop(s, "pin_root")
+        sc = context.scene.stiff_rods
+        box = layout.box()
+        box.label(text="Solver")
+        box.prop(sc, "substeps")
+        box.prop(sc, "iterations")
+        box.prop(sc, "tolerance")
+        box.prop(sc, "use_scene_gravity")
+        row = layout.row(align=True)
+        row.operator("stiff_rods.convert")
+        row.operator("stiff_rods.simulate")
+        row = layout.row(align=True)
+        row.operator("stiff_rods.bake")
+        row.operator("stiff_rods.free_bake")
+        owner = obj.parent if obj.type == "CURVE" and obj.parent and obj.parent.type == "ARMATURE" else obj
+        session = SESSIONS.get(owner.name)
+        if session is not None:
+            st = session.stats()
+            box = layout.box()
+            box.label(text=f"Segments: {st['segments']}   Joints: {st['joints']}")
+            box.label(text=f"{st['ms_per_step']:.1f} ms/step, {st['iterations']:.1f} iterations")
+            box.label(text=f"Residual ‖C + α̃λ‖∞: {st['residual']:.2e}")
+
+
+classes = (STIFF_RODS_PT_main,)

@@ -1,0 +1,138 @@
+"""Blender data → solver input: Sapling trees (armature + curve + leaves) and any curve object.
+
+Sapling Tree Gen makes a curve ``tree`` (one Bézier spline per branch, radius per point, bevel
+depth), an armature ``treeArm`` (bones ``bone<spline>.<point>`` spanning points k → k+1 of a
+spline, hierarchy in bone parenting) and a mesh ``leaves``. The hierarchy is not on the curve, so
+branch parents come from the bones where there are bones, and geometrically otherwise.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+BONE_NAME = re.compile(r"^bone(\d+)\.(\d+)$")
+
+
+class ReadError(ValueError):
+    """Input that cannot be simulated; the message is shown to the user as is."""
+
+
+@dataclass
+class TreeSource:
+    curve: bpy.types.Object
+    armature: bpy.types.Object | None
+    leaves: bpy.types.Object | None
+    branches: list                      # [(points (K, 3) world m, radii (K,) m)]
+    spline_index: list                  # curve spline index of each branch
+    parents: list                       # (parent branch, parent span) from bones, or None
+    bone_names: list = field(default_factory=list)
+    bone_span: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (branch, span) per bone
+    bone_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # index into bone_names or −1
+
+
+def is_sapling_armature(obj) -> bool:
+    return (obj is not None and obj.type == "ARMATURE" and len(obj.data.bones) > 0
+            and all(BONE_NAME.match(b.name) for b in obj.data.bones[:50])
+            and any(c.type == "CURVE" for c in obj.children))
+
+
+def find_parts(obj):
+    """(curve, armature, leaves) for a selected Sapling armature, Sapling curve or plain curve."""
+    if obj is None:
+        raise ReadError("Nothing selected: select a Sapling tree (its armature or curve) or a curve object")
+    if obj.mode == "EDIT":
+        raise ReadError(f"'{obj.name}' is in Edit Mode: switch to Object Mode first")
+    if obj.type == "ARMATURE":
+        if not is_sapling_armature(obj):
+            raise ReadError(f"Armature '{obj.name}' is not a Sapling tree armature (bones 'bone<spline>.<point>' "
+                            "with a child curve): select a Sapling tree or a curve")
+        curve = next(c for c in obj.children if c.type == "CURVE")
+        armature = obj
+    elif obj.type == "CURVE":
+        curve = obj
+        armature = obj.parent if is_sapling_armature(obj.parent) else None
+    else:
+        raise ReadError(f"'{obj.name}' is a {obj.type.lower()}: select a Sapling tree (armature or curve) or a curve object")
+    leaves = next((c for c in curve.children if c.type == "MESH"), None)
+    return curve, armature, leaves
+
+
+def _uniform_scale(matrix) -> float:
+    m = np.array(matrix)[:3, :3]
+    return float(np.cbrt(abs(np.linalg.det(m))))
+
+
+def read_curve_branches(curve, default_radius: float):
+    """World-space polylines and radii of every spline with ≥ 2 distinct points.
+
+    Radius = point radius × bevel depth × object scale (``default_radius`` [m] replaces the bevel
+    depth of a curve without bevel)."""
+    data = curve.data
+    mw = np.array(curve.matrix_world)
+    scale = _uniform_scale(curve.matrix_world)
+    bevel = data.bevel_depth if data.bevel_depth > 0 else default_radius
+    branches, index = [], []
+    for si, spline in enumerate(data.splines):
+        if spline.type == "BEZIER":
+            pts = spline.bezier_points
+            co = np.empty(3 * len(pts)); pts.foreach_get("co", co)
+        else:
+            pts = spline.points
+            co4 = np.empty(4 * len(pts)); pts.foreach_get("co", co4)
+            co = co4.reshape(-1, 4)[:, :3].ravel()
+        rad = np.empty(len(pts)); pts.foreach_get("radius", rad)
+        co = co.reshape(-1, 3)
+        if co.shape[0] < 2:
+            continue
+        world = co @ mw[:3, :3].T + mw[:3, 3]
+        r = np.maximum(rad, 1e-3) * bevel * scale
+        branches.append((world, r))
+        index.append(si)
+    if not branches:
+        raise ReadError(f"Curve '{curve.name}' has no spline with at least 2 points: nothing to simulate")
+    return branches, index
+
+
+def read_tree(obj, default_radius: float = 0.01) -> TreeSource:
+    """Everything the solver needs from the selection; raises :class:`ReadError` naming the problem."""
+    curve, armature, leaves = find_parts(obj)
+    branches, spline_index = read_curve_branches(curve, default_radius)
+    for b, (pts, _) in enumerate(branches):
+        seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+        if np.any(seg <= 1e-9):
+            k = int(np.argmax(seg <= 1e-9))
+            raise ReadError(f"Curve '{curve.name}', spline {spline_index[b]}: points {k} and {k + 1} coincide "
+                            "(zero-length segment)")
+    src = TreeSource(curve, armature, leaves, branches, spline_index, [None] * len(branches))
+    if armature is None:
+        return src
+    branch_of_spline = {s: b for b, s in enumerate(spline_index)}
+    names, spans, parent_names = [], [], []
+    for bone in armature.data.bones:
+        m = BONE_NAME.match(bone.name)
+        if not m:
+            continue
+        spline, point = int(m.group(1)), int(m.group(2))
+        b = branch_of_spline.get(spline)
+        if b is None or point >= len(branches[b][0]) - 1:
+            raise ReadError(f"Bone '{bone.name}' has no matching span on curve '{curve.name}' "
+                            "(the armature and the curve no longer belong together)")
+        if bone.length <= 1e-9:
+            raise ReadError(f"Bone '{bone.name}' has zero length")
+        names.append(bone.name)
+        spans.append((b, point))
+        parent_names.append(bone.parent.name if bone.parent else None)
+    lookup = {n: i for i, n in enumerate(names)}
+    src.bone_names = names
+    src.bone_span = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    src.bone_parent = np.array([lookup.get(p, -1) if p else -1 for p in parent_names], dtype=np.int64)
+    for i, (b, point) in enumerate(spans):
+        p = src.bone_parent[i]
+        if point == 0 and p >= 0:
+            pb, ps = spans[p]
+            if pb != b:
+                src.parents[b] = (pb, ps)
+    return src

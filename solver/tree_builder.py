@@ -1,0 +1,167 @@
+"""Build a rod forest from branch polylines: one segment per span, branches joined where they start.
+
+This is how trees and multi-spline curves become a :class:`RodModel`: a branch is a polyline with a
+radius per point; its segments are joined end to end, and its first point is attached to the span
+of an earlier branch that passes through it (given explicitly, e.g. from Sapling's bone parents, or
+found geometrically). A root branch is clamped at its first point by a kinematic anchor segment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from . import quaternion as quat
+from .model import DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
+
+
+@dataclass
+class BranchMap:
+    """Where each input item went: ``span_segment[b][k]`` is the segment of span k (points k → k+1) of
+    branch b; ``branch_parent[b]`` is ``(parent branch, parent span)`` or ``None`` for a root;
+    ``anchors`` the pinned anchor segments (one per root branch)."""
+    span_segment: list
+    branch_parent: list
+    anchors: np.ndarray
+
+
+def _frames(points: np.ndarray) -> np.ndarray:
+    """Parallel-transported unit quaternions whose local +z follows each span of a polyline."""
+    d = np.diff(points, axis=0)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    q0 = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), d[0])
+    transport = quat.from_two_vectors(d[:-1], d[1:]) if d.shape[0] > 1 else np.zeros((0, 4))
+    return quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
+
+
+def find_parent_spans(branches, max_distance_factor: float = 3.0):
+    """For every branch, the earlier branch span nearest to its first point, if that point lies within
+    ``max_distance_factor`` × the parent's radius there (a child starts inside its parent's bark).
+    Returns a list of ``(parent branch, span, distance)`` or ``None``."""
+    starts, owner, span, radius = [], [], [], []
+    samples = 8
+    t = (np.arange(samples) + 0.5) / samples
+    for b, (pts, rad) in enumerate(branches):
+        a, c = pts[:-1], pts[1:]
+        p = a[:, None, :] + t[None, :, None] * (c - a)[:, None, :]
+        starts.append(p.reshape(-1, 3))
+        owner.append(np.full(p.shape[0] * samples, b))
+        span.append(np.repeat(np.arange(a.shape[0]), samples))
+        r = rad[:-1, None] + t[None, :] * (rad[1:] - rad[:-1])[:, None]
+        radius.append(r.ravel())
+    pts_all = np.concatenate(starts)
+    owner = np.concatenate(owner)
+    span = np.concatenate(span)
+    radius = np.concatenate(radius)
+    tree = cKDTree(pts_all)
+    result = []
+    for b, (pts, _) in enumerate(branches):
+        if b == 0:
+            result.append(None)
+            continue
+        k = min(64, pts_all.shape[0])
+        dist, idx = tree.query(pts[0], k=k)
+        ok = owner[idx] < b
+        if not np.any(ok):
+            result.append(None)
+            continue
+        # exact distance to the candidate spans (closest point on the chord)
+        best = None
+        for i in idx[ok]:
+            pb, s = int(owner[i]), int(span[i])
+            a, c = branches[pb][0][s], branches[pb][0][s + 1]
+            ac = c - a
+            u = np.clip(np.dot(pts[0] - a, ac) / np.dot(ac, ac), 0.0, 1.0)
+            d = float(np.linalg.norm(a + u * ac - pts[0]))
+            r = branches[pb][1][s] * (1 - u) + branches[pb][1][s + 1] * u
+            if d <= max_distance_factor * r + 1e-9 and (best is None or d < best[2]):
+                best = (pb, s, d)
+        result.append(best)
+    return result
+
+
+def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: float | None = None,
+                       density: float = 1000.0, parents=None, pin_roots: bool = True,
+                       stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE):
+    """A :class:`RodModel` and :class:`BranchMap` from ``branches`` = list of ``(points (K, 3) [m],
+    radii (K,) [m])``.
+
+    ``parents``: optional list with ``(parent branch, parent span)`` or ``None`` per branch; where
+    ``None`` (or no list), :func:`find_parent_spans` decides. Branches whose parent is not found are roots; with
+    ``pin_roots`` each root is clamped at its first point by a pinned anchor segment (the clamp's
+    Darboux length is half a segment, as for a clamped beam).
+    """
+    branches = [(np.asarray(p, float), np.broadcast_to(np.asarray(r, float), (len(p),)).copy()) for p, r in branches]
+    for b, (p, r) in enumerate(branches):
+        if p.ndim != 2 or p.shape[1] != 3 or p.shape[0] < 2:
+            raise ValueError(f"branch {b}: needs at least 2 points of shape (K, 3), got {p.shape}")
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(r))):
+            raise ValueError(f"branch {b}: points and radii must be finite")
+        if np.any(r <= 0):
+            raise ValueError(f"branch {b}: radius at point {int(np.argmax(r <= 0))} must be > 0")
+        seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
+        if np.any(seg <= 0):
+            raise ValueError(f"branch {b}: span {int(np.argmax(seg <= 0))} has zero length")
+    need_search = parents is None or any(x is None for x in parents)
+    found = find_parent_spans(branches) if need_search else None
+    parent_of = []
+    for b in range(len(branches)):
+        given = parents[b] if parents is not None else None
+        if given is not None:
+            parent_of.append((int(given[0]), int(given[1])))
+        elif found is not None and found[b] is not None:
+            parent_of.append(found[b][:2])
+        else:
+            parent_of.append(None)
+
+    pos, ori, length, radius, pinned = [], [], [], [], []
+    jp, jc, pp, pc, jr, jl = [], [], [], [], [], []
+    span_segment = []
+    anchors = []
+    n = 0
+    for b, (p, r) in enumerate(branches):
+        q = _frames(p)
+        seg_len = np.linalg.norm(np.diff(p, axis=0), axis=1)
+        k = seg_len.size
+        idx = n + np.arange(k)
+        span_segment.append(idx)
+        pos.append(0.5 * (p[:-1] + p[1:])); ori.append(q); length.append(seg_len)
+        radius.append(0.5 * (r[:-1] + r[1:])); pinned.append(np.zeros(k, bool))
+        n += k
+        if k > 1:  # joints along the branch, at its interior points
+            jp.append(idx[:-1]); jc.append(idx[1:])
+            pp.append(np.stack((np.zeros(k - 1), np.zeros(k - 1), 0.5 * seg_len[:-1]), 1))
+            pc.append(np.stack((np.zeros(k - 1), np.zeros(k - 1), -0.5 * seg_len[1:]), 1))
+            jr.append(r[1:-1]); jl.append(0.5 * (seg_len[:-1] + seg_len[1:]))
+    for b, (p, r) in enumerate(branches):
+        first = span_segment[b][0]
+        l0 = length[b][0]
+        child_local = np.array([[0.0, 0.0, -0.5 * l0]])
+        if parent_of[b] is not None:
+            pb, s = parent_of[b]
+            if not (0 <= pb < len(branches)) or pb == b or not (0 <= s < len(span_segment[pb])):
+                raise ValueError(f"branch {b}: parent span ({pb}, {s}) does not exist")
+            ps = span_segment[pb][s]
+            centre = pos[pb][s]
+            local = quat.rotate_inverse(ori[pb][s], p[0] - centre)
+            jp.append([ps]); jc.append([first]); pp.append(local[None]); pc.append(child_local)
+            jr.append([r[0]]); jl.append([0.5 * (length[pb][s] + l0)])
+        elif pin_roots:
+            d = quat.rotate(ori[b][0], np.array([0.0, 0.0, 1.0]))
+            pos.append((p[0] - 0.5 * l0 * d)[None]); ori.append(ori[b][:1]); length.append([l0])
+            radius.append([r[0]]); pinned.append([True])
+            anchors.append(n)
+            jp.append([n]); jc.append([first])
+            pp.append(np.array([[0.0, 0.0, 0.5 * l0]])); pc.append(child_local)
+            jr.append([r[0]]); jl.append([0.5 * l0])
+            n += 1
+    cat = np.concatenate
+    model = RodModel.from_arrays(
+        cat(pos), cat(ori), cat(length), cat(radius), density,
+        joint_parent=cat(jp).astype(np.int64) if jp else [], joint_child=cat(jc).astype(np.int64) if jc else [],
+        joint_point_parent=cat(pp) if pp else None, joint_point_child=cat(pc) if pc else None,
+        joint_radii=cat(jr) if jr else None, joint_lengths=cat(jl) if jl else None,
+        youngs_modulus=youngs_modulus, torsion_modulus=torsion_modulus,
+        stretch_compliance=stretch_compliance, pinned=cat(pinned))
+    return model, BranchMap(span_segment, parent_of, np.asarray(anchors, dtype=np.int64))

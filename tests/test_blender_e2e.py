@@ -1,0 +1,78 @@
+"""The Blender path end to end, with real Blender and real Sapling trees (issue: extension e2e).
+
+For each preset: install the legacy zip into Debian's Blender 3.4 (isolated profile), generate the
+tree with Sapling Tree Gen, convert, run the live step function, bake 48 frames; reopen the saved
+file with the add-on not installed and compare every bone tail with an independent simulation
+(≤ 1e-4 m), check leaves follow their bones, and export FBX/glTF with the animation. The white
+birch is then baked again with the bpy 5.0 module from the extension zip (layered actions).
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tests" / "blender_scripts" / "e2e_sapling.py"
+FRAMES = 48
+PRESETS = ["quaking_aspen", "small_pine", "white_birch", "weeping_willow"]
+
+pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
+
+
+@pytest.fixture(scope="module")
+def zips(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out)],
+                   check=True, cwd=ROOT, timeout=900)
+    legacy = glob.glob(str(out / "*-legacy.zip"))
+    ext = [z for z in glob.glob(str(out / "*.zip")) if not z.endswith("-legacy.zip")]
+    assert legacy, "the build produced no legacy zip"
+    return legacy[0], (ext[0] if ext else None)
+
+
+def run_blender(args, profile, timeout=1200):
+    env = dict(os.environ, BLENDER_USER_SCRIPTS=str(profile / "scripts"), BLENDER_USER_CONFIG=str(profile / "config"),
+               BLENDER_USER_RESOURCES=str(profile / "resources"))
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
+    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1][len("E2E_RESULT "):])
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path):
+    profile = tmp_path / "profile"
+    out = tmp_path / "out"
+    out.mkdir()
+    baked = run_blender(["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--",
+                         "bake", preset, str(out), str(FRAMES), zips[0]], profile)
+    assert baked["segments"] > baked["bones"] > 0
+    assert baked["live_frame"] == 4 and baked["live_max_bone_change"] > 1e-4   # the live step moved bones
+    assert baked["max_tail_motion_m"] > 1e-3                                     # the tree really moved
+    args = ["blender", "-b", "--factory-startup", str(out / "tree.blend"), "--python", str(SCRIPT), "--",
+            "verify", str(out), str(FRAMES)] + (["export"] if preset == "quaking_aspen" else [])
+    replay = run_blender(args, tmp_path / "clean-profile")        # the add-on is not installed there
+    assert not replay["stiff_rods_enabled"] and not replay["stiff_rods_ops"]
+    assert replay["replay_max_error_m"] <= 1e-4
+    assert replay["leaf_vertices_checked"] > 0 and replay["leaves_max_motion_m"] > 1e-3
+    assert replay["leaves_follow_bones_max_error_m"] <= 1e-4
+    if preset == "quaking_aspen":
+        assert replay["fbx_animation_curve_nodes"] > 0
+        assert replay["gltf_animations"] >= 1 and replay["gltf_rotation_channels"] >= baked["bones"]
+        assert replay["gltf_keyframes"] >= FRAMES
+    if preset == "white_birch" and zips[1] is not None:
+        pytest.importorskip("bpy")
+        proc_profile = tmp_path / "bpy5-profile"
+        env = dict(os.environ, BLENDER_USER_RESOURCES=str(proc_profile))
+        proc = subprocess.run([sys.executable, str(SCRIPT), "bpy5", str(out), str(FRAMES), zips[1]],
+                              capture_output=True, text=True, timeout=1200, env=env)
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
+        assert len(lines) == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+        b5, v5 = (json.loads(l[len("E2E_RESULT "):]) for l in lines)
+        assert b5["blender"][0] >= 5 and b5["layered_action"]
+        assert v5["replay_max_error_m"] <= 1e-4 and not v5["stiff_rods_ops"]
