@@ -35,10 +35,16 @@ def _frames(points: np.ndarray) -> np.ndarray:
     return quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
 
 
+def _as_branches(branches):
+    """``[(points (K, 3), radii (K,))]`` as float arrays (a scalar radius is broadcast)."""
+    return [(np.asarray(p, float), np.broadcast_to(np.asarray(r, float), (len(p),)).copy()) for p, r in branches]
+
+
 def find_parent_spans(branches, max_distance_factor: float = 3.0):
     """For every branch, the earlier branch span nearest to its first point, if that point lies within
     ``max_distance_factor`` × the parent's radius there (a child starts inside its parent's bark).
     Returns a list of ``(parent branch, span, distance)`` or ``None``."""
+    branches = _as_branches(branches)
     starts, owner, span, radius = [], [], [], []
     samples = 8
     t = (np.arange(samples) + 0.5) / samples
@@ -92,7 +98,7 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
     ``pin_roots`` each root is clamped at its first point by a pinned anchor segment (the clamp's
     Darboux length is half a segment, as for a clamped beam).
     """
-    branches = [(np.asarray(p, float), np.broadcast_to(np.asarray(r, float), (len(p),)).copy()) for p, r in branches]
+    branches = _as_branches(branches)
     for b, (p, r) in enumerate(branches):
         if p.ndim != 2 or p.shape[1] != 3 or p.shape[0] < 2:
             raise ValueError(f"branch {b}: needs at least 2 points of shape (K, 3), got {p.shape}")
@@ -146,7 +152,8 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
             centre = pos[pb][s]
             local = quat.rotate_inverse(ori[pb][s], p[0] - centre)
             jp.append([ps]); jc.append([first]); pp.append(local[None]); pc.append(child_local)
-            jr.append([r[0]]); jl.append([0.5 * (length[pb][s] + l0)])
+            # the junction stands for the child's first half segment (the parent bends at its own joints)
+            jr.append([r[0]]); jl.append([0.5 * l0])
         elif pin_roots:
             d = quat.rotate(ori[b][0], np.array([0.0, 0.0, 1.0]))
             pos.append((p[0] - 0.5 * l0 * d)[None]); ori.append(ori[b][:1]); length.append([l0])

@@ -35,9 +35,23 @@ def zips(tmp_path_factory):
     return legacy[0], (ext[0] if ext else None)
 
 
-def run_blender(args, profile, timeout=1200):
-    env = dict(os.environ, BLENDER_USER_SCRIPTS=str(profile / "scripts"), BLENDER_USER_CONFIG=str(profile / "config"),
+def blender_env(profile):
+    """Environment for Debian's Blender with an isolated user profile.
+
+    Debian's Blender finds its Python home through the ``python3`` on PATH; when pytest runs from
+    another interpreter (pyenv, a venv), that one's bin folder comes first and Blender would lose the
+    system site-packages (numpy, scipy from apt). So that folder is left out of PATH."""
+    own_bin = os.path.dirname(sys.executable)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and os.path.realpath(p) != os.path.realpath(own_bin))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(PATH=path, BLENDER_USER_SCRIPTS=str(profile / "scripts"), BLENDER_USER_CONFIG=str(profile / "config"),
                BLENDER_USER_RESOURCES=str(profile / "resources"))
+    return env
+
+
+def run_blender(args, profile, timeout=1200):
+    env = blender_env(profile)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
