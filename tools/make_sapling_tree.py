@@ -39,7 +39,7 @@ def main(argv):
     props = bpy.ops.curve.tree_add.get_rna_type().properties.keys()
     preset = {k: v for k, v in preset.items() if k in props}
     bpy.ops.curve.tree_add(**preset)
-    bpy.ops.wm.save_as_mainfile(filepath=out)
+    bpy.ops.wm.save_as_mainfile(filepath=out, compress=True)
     print("SAPLING_TREE", name, out, [(o.name, o.type) for o in bpy.data.objects])
 
 

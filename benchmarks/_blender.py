@@ -1,0 +1,45 @@
+"""Shared by the Blender benchmarks: run this repository's add-on inside Debian's Blender.
+
+Outside Blender, :func:`relaunch` starts ``blender -b FILE --python SCRIPT -- ARGS`` and relays its
+last JSON line; inside, :func:`load_addon` imports the add-on from the source tree (as package
+``stiff_rods``) and registers it.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def inside_blender() -> bool:
+    try:
+        import bpy  # noqa: F401
+        return bool(getattr(bpy.app, "binary_path", "")) and "--" in sys.argv
+    except ImportError:
+        return False
+
+
+def relaunch(script: str, blend: str, args: list) -> dict:
+    own_bin = os.path.dirname(sys.executable)   # Debian's Blender finds its Python via PATH: skip ours
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PATH"] = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                  if p and os.path.realpath(p) != os.path.realpath(own_bin))
+    cmd = ["blender", "-b", "--factory-startup", blend, "--python", script, "--"] + args
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    if proc.returncode or not lines:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(f"blender failed (exit {proc.returncode})")
+    return json.loads(lines[-1])
+
+
+def load_addon():
+    tmp = Path(tempfile.mkdtemp())
+    (tmp / "stiff_rods").symlink_to(ROOT)
+    sys.path.insert(0, str(tmp))
+    import stiff_rods
+    stiff_rods.register()
+    return stiff_rods
