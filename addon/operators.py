@@ -15,6 +15,7 @@ from .session import SESSIONS, Session
 
 PREV_ACTION = "stiff_rods_previous_action"
 PREV_MODES = "stiff_rods_rotation_modes"
+PREV_FAKE_USER = "stiff_rods_previous_fake_user"
 
 
 def _target(context):
@@ -50,20 +51,24 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
 
 
 def _switch_to_quaternions(arm, names):
-    """Put the simulated bones in quaternion mode; return their previous modes."""
-    modes = {}
+    """Put the simulated bones in quaternion mode; return their previous modes and rotation values
+    (a pose set by hand, without keys, must come back as it was)."""
+    saved = {}
     for n in names:
         pb = arm.pose.bones[n]
-        modes[n] = pb.rotation_mode
+        saved[n] = [pb.rotation_mode, list(pb.rotation_quaternion), list(pb.rotation_euler),
+                    list(pb.rotation_axis_angle)]
         pb.rotation_mode = "QUATERNION"
-    return modes
+    return saved
 
 
-def _restore_modes(arm, modes):
-    for n, mode in modes.items():
+def _restore_modes(arm, saved):
+    for n, (mode, q, e, aa) in saved.items():
         pb = arm.pose.bones.get(n)
         if pb is not None:
-            pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+            pb.rotation_quaternion = q
+            pb.rotation_euler = e
+            pb.rotation_axis_angle = aa
             pb.rotation_mode = mode
 
 
@@ -176,6 +181,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             wm.progress_end()
         previous = anim.action if anim else None
         if previous is not None:
+            arm[PREV_FAKE_USER] = previous.use_fake_user
             previous.use_fake_user = True            # kept, not overwritten
             arm[PREV_ACTION] = previous.name
         arm[PREV_MODES] = json.dumps(_switch_to_quaternions(arm, s.source.bone_names))
@@ -205,10 +211,12 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
             return {"CANCELLED"}
         previous = bpy.data.actions.get(owner.get(PREV_ACTION, ""))
         anim.action = previous
+        if previous is not None and PREV_FAKE_USER in owner:
+            previous.use_fake_user = bool(owner[PREV_FAKE_USER])
         bpy.data.actions.remove(action)
         if owner.type == "ARMATURE" and PREV_MODES in owner:
             _restore_modes(owner, json.loads(owner[PREV_MODES]))
-        for key in (PREV_ACTION, PREV_MODES):
+        for key in (PREV_ACTION, PREV_MODES, PREV_FAKE_USER):
             if key in owner:
                 del owner[key]
         self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
