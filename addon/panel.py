@@ -27,6 +27,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
             col.prop(s, "density")
         col.prop(s, "damping")
         col.prop(s, "default_radius")
+        col.prop(s, "segment_length")
         col.prop(s, "pin_root")
         sc = context.scene.stiff_rods
         box = layout.box()

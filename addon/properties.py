@@ -23,6 +23,8 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                            description="Mass-proportional velocity damping rate")
     default_radius: FloatProperty(name="Radius (no bevel)", default=0.01, min=1e-5, unit="LENGTH",
                                   description="Rod radius for curves without a bevel depth")
+    segment_length: FloatProperty(name="Segment Length", default=0.1, min=1e-4, unit="LENGTH",
+                                  description="Curves (not Sapling trees) are resampled to segments of about this length")
     pin_root: BoolProperty(name="Pinned Root", default=True,
                            description="Clamp every root branch at its first point")
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
+from ..solver.resample import bezier_polyline, resample_polyline
+
 BONE_NAME = re.compile(r"^bone(\d+)\.(\d+)$")
 
 
@@ -65,20 +67,26 @@ def _uniform_scale(matrix) -> float:
     return float(np.cbrt(abs(np.linalg.det(m))))
 
 
-def read_curve_branches(curve, default_radius: float):
+def read_curve_branches(curve, default_radius: float, segment_length: float | None = None):
     """World-space polylines and radii of every spline with ≥ 2 distinct points.
 
     Radius = point radius × bevel depth × object scale (``default_radius`` [m] replaces the bevel
-    depth of a curve without bevel)."""
+    depth of a curve without bevel). With ``segment_length`` [m] each spline is evaluated (Bézier
+    handles included) and resampled to segments of about that length; without it (Sapling trees,
+    whose bones span control points) the control points are the segment ends."""
     data = curve.data
     mw = np.array(curve.matrix_world)
     scale = _uniform_scale(curve.matrix_world)
     bevel = data.bevel_depth if data.bevel_depth > 0 else default_radius
     branches, index = [], []
     for si, spline in enumerate(data.splines):
+        handles = None
         if spline.type == "BEZIER":
             pts = spline.bezier_points
             co = np.empty(3 * len(pts)); pts.foreach_get("co", co)
+            hl = np.empty(3 * len(pts)); pts.foreach_get("handle_left", hl)
+            hr = np.empty(3 * len(pts)); pts.foreach_get("handle_right", hr)
+            handles = (hl.reshape(-1, 3), hr.reshape(-1, 3))
         else:
             pts = spline.points
             co4 = np.empty(4 * len(pts)); pts.foreach_get("co", co4)
@@ -87,8 +95,15 @@ def read_curve_branches(curve, default_radius: float):
         co = co.reshape(-1, 3)
         if co.shape[0] < 2:
             continue
-        world = co @ mw[:3, :3].T + mw[:3, 3]
         r = np.maximum(rad, 1e-3) * bevel * scale
+        if segment_length is not None:
+            if handles is not None:
+                co, r = bezier_polyline(co, handles[0], handles[1], r, cyclic=spline.use_cyclic_u)
+            try:
+                co, r = resample_polyline(co, r, segment_length / scale)
+            except ValueError:
+                raise ReadError(f"Curve '{curve.name}', spline {si} has zero length") from None
+        world = co @ mw[:3, :3].T + mw[:3, 3]
         branches.append((world, r))
         index.append(si)
     if not branches:
@@ -96,10 +111,13 @@ def read_curve_branches(curve, default_radius: float):
     return branches, index
 
 
-def read_tree(obj, default_radius: float = 0.01) -> TreeSource:
-    """Everything the solver needs from the selection; raises :class:`ReadError` naming the problem."""
+def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) -> TreeSource:
+    """Everything the solver needs from the selection; raises :class:`ReadError` naming the problem.
+
+    Sapling trees keep one segment per bone span; other curves are resampled to ``segment_length`` [m]."""
     curve, armature, leaves = find_parts(obj)
-    branches, spline_index = read_curve_branches(curve, default_radius)
+    branches, spline_index = read_curve_branches(curve, default_radius,
+                                                 None if armature is not None else segment_length)
     for b, (pts, _) in enumerate(branches):
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
         if np.any(seg <= 1e-9):

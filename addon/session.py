@@ -27,7 +27,7 @@ class Session:
     def __init__(self, obj: bpy.types.Object, scene: bpy.types.Scene):
         settings = obj.stiff_rods
         ss = scene.stiff_rods
-        src = reader.read_tree(obj, default_radius=settings.default_radius)
+        src = reader.read_tree(obj, default_radius=settings.default_radius, segment_length=settings.segment_length)
         youngs, torsion, density = material(settings)
         self.model, self.branch_map = tree_from_branches(
             src.branches, parents=src.parents, youngs_modulus=youngs, torsion_modulus=torsion,
