@@ -18,7 +18,7 @@ MANIFEST = ROOT / "blender_manifest.toml"
 ROOT_INIT = ROOT / "__init__.py"
 CI_RUN = ROOT / ".ci" / "run"
 README = ROOT / "README.md"
-TEST_COMMAND = "python3 -m pytest -q tests"
+TEST_COMMAND = ".venv/bin/python -m pytest -q tests"
 
 # Blender's add-on tag list (scripts/modules/_bpy_internal/extensions/tags.py).
 ALLOWED_ADDON_TAGS = {
@@ -94,7 +94,7 @@ def test_manifest_lists(manifest):
 def test_manifest_build_excludes_dev_folders(manifest):
     patterns = manifest["build"]["paths_exclude_pattern"]
     assert isinstance(patterns, list)
-    for folder in ("tests", "benchmarks", "sample_blends"):
+    for folder in ("tests", "benchmarks", "sample_blends", "tools", "wheels"):
         assert any(folder in pattern for pattern in patterns), folder
     assert ".*" in patterns  # hidden files and folders: .ci/, .git/, ...
     assert "__pycache__/" in patterns
@@ -113,6 +113,16 @@ def test_ci_run_script():
     assert os.access(CI_RUN, os.X_OK)
     assert CI_RUN.stat().st_mode & stat.S_IXUSR
     assert TEST_COMMAND in CI_RUN.read_text(encoding="utf-8")
+
+
+def test_ci_installs_blender_and_bpy():
+    """The install tests (tests/test_install.py) need Debian's Blender and the bpy module in CI."""
+    text = CI_RUN.read_text(encoding="utf-8")
+    for apt_package in ("blender", "python3-numpy", "python3-scipy", "libgl1"):
+        assert apt_package in text, apt_package
+    assert "pip install" in text and "requirements-dev.txt" in text
+    requirements = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")
+    assert re.search(r"^bpy==\d+\.\d+\.\d+", requirements, flags=re.MULTILINE)
 
 
 def test_readme_documents_test_command():

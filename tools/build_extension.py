@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Build the installable packages of Stiff Rods (plain Python 3.11+, never imports ``bpy``).
+
+    python3 tools/build_extension.py --out dist/
+
+writes
+
+* ``dist/stiff_rods-<version>-legacy.zip``: legacy add-on for Blender 3.4-4.1
+  (Edit > Preferences > Add-ons > Install...). One top folder ``stiff_rods/`` with ``__init__.py``,
+  ``blender_manifest.toml``, ``addon/`` and ``solver/``. No wheels: numpy and scipy come from the
+  Python that Blender runs (Debian's ``blender`` uses the system python3-numpy/python3-scipy).
+* ``dist/stiff_rods-<version>.zip``: Blender 4.2+ extension (Get Extensions > Install from Disk),
+  built by Blender's own ``blender_ext.py build`` with scipy wheels for every platform in
+  ``--platforms`` (Blender bundles numpy, not scipy). With ``--split-platforms`` one zip per
+  platform instead, ``stiff_rods-<version>-<platform>.zip``.
+
+The extension build needs Blender's extension CLI; it is taken from the ``bpy`` module on PyPI
+(``pip install bpy==5.0.1``, see requirements-dev.txt) or from ``--blender-ext PATH``. Without it
+the extension is skipped with a message, and the exit status is non-zero only with
+``--require-extension``. scipy wheels are downloaded with ``pip download`` into ``wheels/`` (not
+committed) and reused from there; the ``wheels = [...]`` list is written into the manifest of a
+temporary copy of the source tree, never into the committed manifest.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import glob
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = "blender_manifest.toml"
+PACKAGE = "stiff_rods"
+
+# scipy for the extension. Blender 4.2-5.0 bundle Python 3.11 and numpy 1.26.x (the bpy 5.0.1 wheel
+# requires numpy>=1.26,<2.0). scipy 1.15.3 is the newest release whose wheels accept numpy>=1.23.5
+# (1.16 needs >=1.25.2, 1.17 >=1.26.4), is built against numpy 2 (so it also runs with numpy 2.x,
+# <2.5) and has cp311 wheels for all platforms below.
+SCIPY_VERSION = "1.15.3"
+PYTHON_VERSION = "3.11"
+
+# Blender platform -> pip --platform tag (pip also accepts older compatible tags of the same family).
+PLATFORMS = {
+    "linux-x64": "manylinux_2_17_x86_64",
+    "windows-x64": "win_amd64",
+    "macos-arm64": "macosx_12_0_arm64",
+    "macos-x64": "macosx_10_13_x86_64",
+}
+# Matching wheel file names already in the wheel folder (the oldest macOS tag sorts first).
+WHEEL_PLATFORM_GLOB = {
+    "linux-x64": "manylinux*x86_64",
+    "windows-x64": "win_amd64",
+    "macos-arm64": "macosx_*_arm64",
+    "macos-x64": "macosx_*_x86_64",
+}
+DEFAULT_PLATFORMS = ("linux-x64", "windows-x64", "macos-arm64")
+
+# What the legacy zip holds (the extension build uses [build] paths_exclude_pattern of the manifest;
+# tests/test_install.py checks both zips hold the same add-on files).
+LEGACY_ROOT_FILES = ("__init__.py", MANIFEST, "LICENSE", "LICENSE.txt")
+LEGACY_PACKAGES = ("addon", "solver")
+SKIP_DIRS = {"__pycache__"}
+SKIP_FILES = ("*.pyc", "*.pyo", ".*", "*.blend[1-9]", "*.orig", "*.rej", "*~")
+
+# Top-level entries never copied into the temporary extension source tree (saves time; the manifest
+# excludes them from the package anyway, and tests/ benchmarks/ tools/ are left to the manifest).
+STAGE_SKIP_TOP = {"dist", "build", "wheels", "sample_blends", "__pycache__"}
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print(f"build_extension: {msg}", flush=True)
+
+
+def read_manifest(root: Path = ROOT) -> dict:
+    with open(root / MANIFEST, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def package_version(root: Path = ROOT) -> str:
+    return read_manifest(root)["version"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Legacy add-on zip (Blender 3.4)
+
+def _skip_file(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in SKIP_FILES)
+
+
+def legacy_files(root: Path = ROOT) -> list[tuple[Path, str]]:
+    """(absolute path, path relative to the add-on folder) of every file in the legacy zip."""
+    files = [(root / name, name) for name in LEGACY_ROOT_FILES if (root / name).is_file()]
+    for package in LEGACY_PACKAGES:
+        if not (root / package / "__init__.py").is_file():
+            raise BuildError(f"{root / package} is not a Python package")
+        for dirpath, dirnames, filenames in os.walk(root / package):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                if not _skip_file(name):
+                    path = Path(dirpath) / name
+                    files.append((path, path.relative_to(root).as_posix()))
+    return files
+
+
+def build_legacy_zip(out_dir: Path | str, root: Path = ROOT) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{PACKAGE}-{package_version(root)}-legacy.zip"
+    tmp = out.with_name("." + out.name + f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for path, rel in legacy_files(root):
+            zf.write(path, f"{PACKAGE}/{rel}")
+    os.replace(tmp, out)
+    log(f"legacy add-on: {out} ({out.stat().st_size / 1e6:.2f} MB)")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Blender 4.2+ extension zip
+
+def find_blender_ext(explicit: str | None = None) -> tuple[Path, Path] | None:
+    """(blender_ext.py, tags.py) of Blender's extension CLI, or None if not available.
+
+    Looks at ``explicit`` (path to blender_ext.py), $STIFF_RODS_BLENDER_EXT, then the ``bpy``
+    module of this Python (located with importlib, not imported: importing it is slow).
+    """
+    candidates = []
+    if explicit or os.environ.get("STIFF_RODS_BLENDER_EXT"):
+        candidates.append(Path(explicit or os.environ["STIFF_RODS_BLENDER_EXT"]))
+    else:
+        try:
+            spec = importlib.util.find_spec("bpy")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            bases = list(spec.submodule_search_locations or [])
+            if spec.origin and spec.origin not in ("namespace", "built-in"):
+                bases.append(os.path.dirname(spec.origin))
+            for base in dict.fromkeys(bases):
+                found = glob.glob(os.path.join(base, "*", "scripts", "addons_core", "bl_pkg", "cli",
+                                               "blender_ext.py"))
+                candidates.extend(Path(p) for p in sorted(found, reverse=True))
+    for cli in candidates:
+        if not cli.is_file():
+            continue
+        scripts = cli.parents[3]  # .../scripts/addons_core/bl_pkg/cli/blender_ext.py
+        tags = scripts / "modules" / "_bpy_internal" / "extensions" / "tags.py"
+        return cli, tags if tags.is_file() else None
+    return None
+
+
+def _wheel_glob(platform: str) -> str:
+    py = "cp" + PYTHON_VERSION.replace(".", "")
+    return f"scipy-{SCIPY_VERSION}-{py}-{py}-{WHEEL_PLATFORM_GLOB[platform]}.whl"
+
+
+def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[Path]:
+    """scipy wheels for ``platforms`` (Blender platform names), from ``wheel_dir`` or PyPI."""
+    wheel_dir = Path(wheel_dir)
+    wheel_dir.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for platform in platforms:
+        if platform not in PLATFORMS:
+            raise BuildError(f"unknown platform {platform!r}, known: {', '.join(PLATFORMS)}")
+        found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
+        if not found:
+            cmd = [sys.executable, "-m", "pip", "download", f"scipy=={SCIPY_VERSION}",
+                   "--only-binary=:all:", "--no-deps", "--python-version", PYTHON_VERSION,
+                   "--platform", PLATFORMS[platform], "-d", str(wheel_dir),
+                   "--disable-pip-version-check", "-q"]
+            log("$ " + " ".join(cmd))
+            done = subprocess.run(cmd, timeout=600)
+            if done.returncode != 0:
+                raise BuildError(f"pip download of scipy {SCIPY_VERSION} for {platform} failed")
+            found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
+        if not found:
+            raise BuildError(f"no scipy {SCIPY_VERSION} wheel for {platform} in {wheel_dir}")
+        wheels.append(Path(found[0]))
+    return wheels
+
+
+def _manifest_with_wheels(text: str, wheels: list[str], platforms: list[str]) -> str:
+    """Insert ``platforms`` and ``wheels`` as top-level keys, before the first table header."""
+    lines = "".join([
+        "\n# Generated by tools/build_extension.py for this build only.\n",
+        "platforms = [" + ", ".join(f'"{p}"' for p in platforms) + "]\n",
+        "wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n\n",
+    ])
+    match = re.search(r"^\[", text, flags=re.MULTILINE)
+    if match is None:
+        return text + lines
+    return text[:match.start()] + lines + text[match.start():]
+
+
+def stage_source(root: Path, stage: Path, wheels: list[Path], platforms: list[str]) -> Path:
+    """Copy the source tree to ``stage`` with the wheels and a manifest that lists them."""
+    def ignore(directory, names):
+        top = Path(directory).resolve() == root.resolve()
+        return {n for n in names
+                if n.startswith(".") or n == "__pycache__" or n.endswith((".pyc", ".zip"))
+                or (top and n in STAGE_SKIP_TOP)}
+
+    shutil.copytree(root, stage, ignore=ignore)
+    (stage / "wheels").mkdir()
+    for wheel in wheels:
+        shutil.copy2(wheel, stage / "wheels" / wheel.name)
+    text = (root / MANIFEST).read_text(encoding="utf-8")
+    if re.search(r"^\s*(wheels|platforms)\s*=", text, flags=re.MULTILINE):
+        raise BuildError(f"{MANIFEST} already sets wheels/platforms; the build script writes them")
+    new_text = _manifest_with_wheels(text, [w.name for w in wheels], platforms)
+    parsed = tomllib.loads(new_text)
+    assert parsed["wheels"] == [f"./wheels/{w.name}" for w in wheels], parsed.get("wheels")
+    (stage / MANIFEST).write_text(new_text, encoding="utf-8")
+    return stage
+
+
+def build_extension_zip(out_dir: Path | str, *, platforms=DEFAULT_PLATFORMS,
+                        split_platforms: bool = False, wheel_dir: Path | str | None = None,
+                        blender_ext: str | None = None, root: Path = ROOT) -> list[Path]:
+    """Build the extension with Blender's CLI. Returns the zip(s); raises BuildError on failure."""
+    cli = find_blender_ext(blender_ext)
+    if cli is None:
+        raise BuildError("Blender's extension CLI (blender_ext.py) not found: install the bpy module "
+                         "(python3 -m pip install -r requirements-dev.txt) or pass --blender-ext PATH")
+    cli_path, tags = cli
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    platforms = list(platforms)
+    wheels = fetch_wheels(platforms, wheel_dir or root / "wheels")
+    version = package_version(root)
+    with tempfile.TemporaryDirectory(prefix="stiff_rods_build_") as tmp:
+        stage = stage_source(root, Path(tmp) / PACKAGE, wheels, platforms)
+        cmd = [sys.executable, str(cli_path), "build", "--source-dir", str(stage),
+               "--output-dir", str(out_dir), "--valid-tags", str(tags) if tags else ""]
+        if split_platforms:
+            cmd.append("--split-platforms")
+        log("$ " + " ".join(cmd))
+        done = subprocess.run(cmd, timeout=900, capture_output=True, text=True)
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        if done.returncode != 0:
+            raise BuildError(f"blender_ext.py build failed (exit {done.returncode})")
+    if split_platforms:
+        outs = [out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip" for p in platforms]
+    else:
+        outs = [out_dir / f"{PACKAGE}-{version}.zip"]
+    for out in outs:
+        if not out.is_file():
+            raise BuildError(f"expected {out} after the build")
+        log(f"extension: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    return outs
+
+
+def validate(path: Path | str, blender_ext: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``blender_ext.py validate`` on a source tree or a built zip."""
+    cli = find_blender_ext(blender_ext)
+    if cli is None:
+        raise BuildError("Blender's extension CLI (blender_ext.py) not found")
+    cli_path, tags = cli
+    cmd = [sys.executable, str(cli_path), "validate", "--valid-tags", str(tags) if tags else "",
+           str(path)]
+    return subprocess.run(cmd, timeout=300, capture_output=True, text=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(ROOT / "dist"), help="output folder (default: dist/)")
+    parser.add_argument("--platforms", default=",".join(DEFAULT_PLATFORMS),
+                        help=f"comma-separated Blender platforms for the scipy wheels "
+                             f"(default: %(default)s; known: {', '.join(PLATFORMS)})")
+    parser.add_argument("--split-platforms", action="store_true",
+                        help="one extension zip per platform instead of one for all")
+    parser.add_argument("--wheel-dir", default=str(ROOT / "wheels"),
+                        help="where scipy wheels are downloaded and reused (default: wheels/)")
+    parser.add_argument("--blender-ext", default=None,
+                        help="path to Blender's blender_ext.py (default: from the bpy module)")
+    parser.add_argument("--require-extension", action="store_true",
+                        help="fail if the extension cannot be built (e.g. bpy not installed)")
+    parser.add_argument("--legacy-only", action="store_true", help="only build the legacy zip")
+    args = parser.parse_args(argv)
+
+    try:
+        build_legacy_zip(args.out)
+    except BuildError as ex:
+        log(f"ERROR: {ex}")
+        return 1
+    if args.legacy_only:
+        return 0
+    platforms = [p.strip() for p in args.platforms.split(",") if p.strip()]
+    if find_blender_ext(args.blender_ext) is None:
+        log("SKIPPED the Blender 4.2+ extension: Blender's extension CLI was not found (the bpy "
+            f"module is not installed for {sys.executable}; python3 -m pip install -r "
+            "requirements-dev.txt, or pass --blender-ext PATH/TO/blender_ext.py)")
+        return 1 if args.require_extension else 0
+    try:
+        build_extension_zip(args.out, platforms=platforms, split_platforms=args.split_platforms,
+                            wheel_dir=args.wheel_dir, blender_ext=args.blender_ext)
+    except BuildError as ex:
+        log(f"ERROR: {ex}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
