@@ -1,0 +1,159 @@
+"""Real Sapling Tree Gen trees as plain numpy arrays, for benchmarks that run outside Blender.
+
+    from sapling_data import load
+    tree = load("white_birch")      # dict of arrays, cached in ~/.cache/stiff-rods/sapling/
+
+The first call per preset runs Debian's Blender (3.4 ships Sapling): it generates the tree from
+the preset with an armature and leaves (tools/make_sapling_tree.py logic) and reads it with the
+add-on's own reader (world space, radius = point radius × bevel depth × scale, parents from the bone
+hierarchy). Keys of the returned dict:
+
+* ``branches``: list of ``(points (K, 3) [m], radii (K,) [m])``, one per spline (Sapling: one
+  segment per bone span), ready for :func:`solver.tree_builder.tree_from_branches`;
+* ``parents``: list of ``(parent branch, parent span)`` or ``None`` per branch (``None``: let
+  :func:`find_parent_spans` decide, as the add-on does for branches without bones);
+* leaves, one row per leaf polygon of Sapling's ``leaves`` mesh: ``leaf_center`` (L, 3) [m],
+  ``leaf_normal`` (L, 3) unit, ``leaf_axis`` (L, 3) unit (stem → tip, in the leaf plane),
+  ``leaf_length`` (L,) and ``leaf_width`` (L,) [m] (extents along the axis and across it),
+  ``leaf_area`` (L,) [m²] (polygon area), ``leaf_parent`` (L, 2) int (branch, span) of the branch
+  span nearest to the leaf's stem point, and ``leaf_stem`` (L, 3) [m] that stem point.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
+PRESETS = ("quaking_aspen", "small_pine", "white_birch", "weeping_willow")
+
+_INSIDE = r'''
+import sys, numpy as np, bpy
+sys.path.insert(0, {bench!r})
+sys.argv = ["make", "--", {preset!r}, {blend!r}]
+exec(open({maker!r}).read())          # tools/make_sapling_tree.py: generate and save the tree
+import _blender
+_blender.load_addon()
+from stiff_rods.addon import reader
+arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+src = reader.read_tree(arm)
+pts = [b[0] for b in src.branches]; rad = [b[1] for b in src.branches]
+offsets = np.cumsum([0] + [len(p) for p in pts])
+parents = np.array([p if p is not None else (-1, -1) for p in src.parents], dtype=np.int64)
+out = dict(points=np.concatenate(pts), radii=np.concatenate(rad), offsets=offsets, parents=parents)
+leaves = src.leaves
+if leaves is not None and len(leaves.data.polygons):
+    me = leaves.data
+    mw = np.array(leaves.matrix_world)
+    co = np.empty(3 * len(me.vertices)); me.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3) @ mw[:3, :3].T + mw[:3, 3]
+    n = len(me.polygons)
+    total = np.empty(n, np.int64); me.polygons.foreach_get("loop_total", total)
+    start = np.empty(n, np.int64); me.polygons.foreach_get("loop_start", start)
+    loops = np.empty(len(me.loops), np.int64); me.loops.foreach_get("vertex_index", loops)
+    out["leaf_loop_total"] = total; out["leaf_loop_start"] = start
+    out["leaf_vertex"] = loops; out["leaf_co"] = co
+np.savez_compressed({out!r}, **out)
+print("SAPLING_DATA_OK")
+'''
+
+
+def _blender_env() -> dict:
+    own_bin = os.path.realpath(os.path.dirname(sys.executable))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"] + [p for p in env.get("PATH", "").split(os.pathsep)
+                                                          if p and os.path.realpath(p) != own_bin])
+    return env
+
+
+def _export(preset: str, raw: Path) -> None:
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "export_sapling.py"
+        script.write_text(_INSIDE.format(bench=str(ROOT / "benchmarks"), preset=preset,
+                                         blend=str(Path(tmp) / "tree.blend"),
+                                         maker=str(ROOT / "tools" / "make_sapling_tree.py"),
+                                         out=str(raw)))
+        proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(script)],
+                              capture_output=True, text=True, env=_blender_env(), cwd=tmp, timeout=900)
+        if "SAPLING_DATA_OK" not in proc.stdout:
+            raise RuntimeError(f"Blender failed to export Sapling preset {preset!r} (exit {proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def _leaf_frames(raw, branches):
+    """Per-leaf centre, normal, stem → tip axis, extents and nearest parent span."""
+    from scipy.spatial import cKDTree
+    co, start, total, vert = raw["leaf_co"], raw["leaf_loop_start"], raw["leaf_loop_total"], raw["leaf_vertex"]
+    k = int(total.max())
+    idx = start[:, None] + np.minimum(np.arange(k)[None, :], total[:, None] - 1)   # pad by repeating the last
+    corners = co[vert[idx]]                                                        # (L, k, 3)
+    valid = (np.arange(k)[None, :] < total[:, None])[..., None]
+    center = (corners * valid).sum(1) / total[:, None]
+    # Newell normal and area of the (planar) polygon
+    nxt = np.roll(corners, -1, axis=1)
+    nxt[np.arange(len(total)), total - 1] = corners[:, 0]
+    cross = np.cross(corners, nxt) * valid
+    nsum = cross.sum(1)
+    area = 0.5 * np.linalg.norm(nsum, axis=1)
+    normal = nsum / np.maximum(2 * area, 1e-300)[:, None]
+    # in-plane principal axis of the corners
+    d = (corners - center[:, None]) * valid
+    cov = np.einsum("lki,lkj->lij", d, d)
+    _, vecs = np.linalg.eigh(cov)
+    axis = vecs[:, :, 2]
+    axis -= np.einsum("li,li->l", axis, normal)[:, None] * normal
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    along = np.einsum("lki,li->lk", d, axis)
+    across_dir = np.cross(normal, axis)
+    across = np.einsum("lki,li->lk", d, across_dir)
+    big = np.where(valid[..., 0], along, -np.inf); small = np.where(valid[..., 0], along, np.inf)
+    length = big.max(1) - small.min(1)
+    width = (np.where(valid[..., 0], across, -np.inf).max(1) - np.where(valid[..., 0], across, np.inf).min(1))
+    # nearest branch span to either end of the leaf: that end is the stem
+    samples, owner = [], []
+    t = (np.arange(4) + 0.5) / 4
+    for b, (p, _) in enumerate(branches):
+        s = p[:-1, None, :] + t[None, :, None] * (p[1:] - p[:-1])[:, None, :]
+        samples.append(s.reshape(-1, 3))
+        owner.append(np.stack((np.full(s.shape[0] * 4, b), np.repeat(np.arange(s.shape[0]), 4)), 1))
+    tree = cKDTree(np.concatenate(samples))
+    owner = np.concatenate(owner)
+    ends = np.stack((center + 0.5 * length[:, None] * axis, center - 0.5 * length[:, None] * axis), 1)
+    dist, hit = tree.query(ends.reshape(-1, 3))
+    dist, hit = dist.reshape(-1, 2), hit.reshape(-1, 2)
+    stem_is_minus = dist[:, 1] < dist[:, 0]
+    axis = np.where(stem_is_minus[:, None], axis, -axis)                            # stem → tip
+    stem = center - 0.5 * length[:, None] * axis
+    parent = owner[np.where(stem_is_minus, hit[:, 1], hit[:, 0])]
+    return dict(leaf_center=center, leaf_normal=normal, leaf_axis=axis, leaf_length=length,
+                leaf_width=width, leaf_area=area, leaf_parent=parent, leaf_stem=stem)
+
+
+def load(preset: str = "white_birch") -> dict:
+    """The Sapling tree of ``preset`` as arrays (see the module docstring); exported once, then cached."""
+    raw_path = CACHE / f"{preset}.npz"
+    if not raw_path.exists():
+        _export(preset, raw_path)
+    raw = np.load(raw_path)
+    off = raw["offsets"]
+    branches = [(raw["points"][a:b], raw["radii"][a:b]) for a, b in zip(off[:-1], off[1:])]
+    parents = [None if p[0] < 0 else (int(p[0]), int(p[1])) for p in raw["parents"]]
+    out = dict(branches=branches, parents=parents)
+    if "leaf_co" in raw:
+        out.update(_leaf_frames(raw, branches))
+    return out
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or PRESETS:
+        t = load(name)
+        n_spans = sum(len(p) - 1 for p, _ in t["branches"])
+        print(name, "branches", len(t["branches"]), "spans", n_spans, "leaves", len(t.get("leaf_area", [])),
+              "median leaf length/width [m]", np.median(t.get("leaf_length", [np.nan])),
+              np.median(t.get("leaf_width", [np.nan])))
