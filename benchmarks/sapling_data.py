@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from solver.leaves import leaf_frames  # noqa: E402
 CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
 PRESETS = ("quaking_aspen", "small_pine", "white_birch", "weeping_willow")
 
@@ -86,55 +88,6 @@ def _export(preset: str, raw: Path) -> None:
                                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
-def _leaf_frames(raw, branches):
-    """Per-leaf centre, normal, stem → tip axis, extents and nearest parent span."""
-    from scipy.spatial import cKDTree
-    co, start, total, vert = raw["leaf_co"], raw["leaf_loop_start"], raw["leaf_loop_total"], raw["leaf_vertex"]
-    k = int(total.max())
-    idx = start[:, None] + np.minimum(np.arange(k)[None, :], total[:, None] - 1)   # pad by repeating the last
-    corners = co[vert[idx]]                                                        # (L, k, 3)
-    valid = (np.arange(k)[None, :] < total[:, None])[..., None]
-    center = (corners * valid).sum(1) / total[:, None]
-    # Newell normal and area of the (planar) polygon
-    nxt = np.roll(corners, -1, axis=1)
-    nxt[np.arange(len(total)), total - 1] = corners[:, 0]
-    cross = np.cross(corners, nxt) * valid
-    nsum = cross.sum(1)
-    area = 0.5 * np.linalg.norm(nsum, axis=1)
-    normal = nsum / np.maximum(2 * area, 1e-300)[:, None]
-    # in-plane principal axis of the corners
-    d = (corners - center[:, None]) * valid
-    cov = np.einsum("lki,lkj->lij", d, d)
-    _, vecs = np.linalg.eigh(cov)
-    axis = vecs[:, :, 2]
-    axis -= np.einsum("li,li->l", axis, normal)[:, None] * normal
-    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
-    along = np.einsum("lki,li->lk", d, axis)
-    across_dir = np.cross(normal, axis)
-    across = np.einsum("lki,li->lk", d, across_dir)
-    big = np.where(valid[..., 0], along, -np.inf); small = np.where(valid[..., 0], along, np.inf)
-    length = big.max(1) - small.min(1)
-    width = (np.where(valid[..., 0], across, -np.inf).max(1) - np.where(valid[..., 0], across, np.inf).min(1))
-    # nearest branch span to either end of the leaf: that end is the stem
-    samples, owner = [], []
-    t = (np.arange(4) + 0.5) / 4
-    for b, (p, _) in enumerate(branches):
-        s = p[:-1, None, :] + t[None, :, None] * (p[1:] - p[:-1])[:, None, :]
-        samples.append(s.reshape(-1, 3))
-        owner.append(np.stack((np.full(s.shape[0] * 4, b), np.repeat(np.arange(s.shape[0]), 4)), 1))
-    tree = cKDTree(np.concatenate(samples))
-    owner = np.concatenate(owner)
-    ends = np.stack((center + 0.5 * length[:, None] * axis, center - 0.5 * length[:, None] * axis), 1)
-    dist, hit = tree.query(ends.reshape(-1, 3))
-    dist, hit = dist.reshape(-1, 2), hit.reshape(-1, 2)
-    stem_is_minus = dist[:, 1] < dist[:, 0]
-    axis = np.where(stem_is_minus[:, None], axis, -axis)                            # stem → tip
-    stem = center - 0.5 * length[:, None] * axis
-    parent = owner[np.where(stem_is_minus, hit[:, 1], hit[:, 0])]
-    return dict(leaf_center=center, leaf_normal=normal, leaf_axis=axis, leaf_length=length,
-                leaf_width=width, leaf_area=area, leaf_parent=parent, leaf_stem=stem)
-
-
 def load(preset: str = "white_birch") -> dict:
     """The Sapling tree of ``preset`` as arrays (see the module docstring); exported once, then cached."""
     raw_path = CACHE / f"{preset}.npz"
@@ -146,7 +99,8 @@ def load(preset: str = "white_birch") -> dict:
     parents = [None if p[0] < 0 else (int(p[0]), int(p[1])) for p in raw["parents"]]
     out = dict(branches=branches, parents=parents)
     if "leaf_co" in raw:
-        out.update(_leaf_frames(raw, branches))
+        out.update(leaf_frames(raw["leaf_co"], raw["leaf_loop_start"], raw["leaf_loop_total"],
+                               raw["leaf_vertex"], branches))
     return out
 
 
