@@ -11,8 +11,8 @@ import numpy as np
 BAKE_TAG = "stiff_rods_bake"
 
 
-def new_bake_action(owner: bpy.types.Object) -> bpy.types.Action:
-    """A fresh action assigned to ``owner``, tagged as ours so Free Bake removes exactly it."""
+def new_bake_action(owner) -> bpy.types.Action:
+    """A fresh action assigned to ``owner`` (an object, or a Curve datablock), tagged as ours so Free Bake removes exactly it."""
     action = bpy.data.actions.new(f"{owner.name}_StiffRods")
     action[BAKE_TAG] = True
     owner.animation_data_create()
@@ -48,3 +48,25 @@ def write_bone_quaternions(action, owner, bone_names, frames: np.ndarray, quats:
             fc.update()
             count += 1
     return count
+
+
+def write_vectors(action, owner, data_paths, frames: np.ndarray, values: np.ndarray, group: str) -> int:
+    """Key the 3-vectors at ``data_paths`` (P,) of ``owner`` (any ID, e.g. a Curve) at ``frames`` (F,) with
+    ``values`` (F, P, 3), in bulk and linear like :func:`write_bone_quaternions`. Returns F-curves written."""
+    frames = np.asarray(frames, dtype=float)
+    co = np.empty((frames.size, 2))
+    co[:, 0] = frames
+    linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+    interp = np.full(frames.size, linear, dtype=np.int32)
+    count = 0
+    for p, path in enumerate(data_paths):
+        for c in range(3):
+            fc = _fcurve(action, owner, path, c, group)
+            fc.keyframe_points.add(frames.size)
+            co[:, 1] = values[:, p, c]
+            fc.keyframe_points.foreach_set("co", co.ravel())
+            fc.keyframe_points.foreach_set("interpolation", interp)
+            fc.update()
+            count += 1
+    return count
+

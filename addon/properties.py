@@ -27,16 +27,48 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                                   description="Curves (not Sapling trees) are resampled to segments of about this length")
     pin_root: BoolProperty(name="Pinned Root", default=True,
                            description="Clamp every root branch at its first point")
+    use_leaves: BoolProperty(name="Leaves", default=True,
+                             description="Simulate every leaf of a Sapling tree as its own segment (a thin plate, "
+                                         "E 1.2 GPa, G 0.6 GPa) jointed to its branch; off: leaves follow their bones")
+    pin_object: PointerProperty(name="Pin To", type=bpy.types.Object,
+                                description="The rod segment nearest to this object's origin is held by it "
+                                            "and follows its animation (a hand, a pole, a moving anchor)")
+    drag_coefficient: FloatProperty(name="Drag Coefficient", default=1.2, min=0.0, soft_max=3.0,
+                                    description="C_d of the branches' cross-flow drag in wind "
+                                                "(1.2: a circular cylinder at the Reynolds numbers of branches)")
 
 
 class StiffRodsSceneSettings(bpy.types.PropertyGroup):
     substeps: IntProperty(name="Substeps", default=2, min=1, max=100, description="Solver steps per frame")
-    iterations: IntProperty(name="Iterations", default=3, min=1, max=100,
+    iterations: IntProperty(name="Iterations", default=5, min=1, max=100,
                             description="Newton iterations per step at most")
     tolerance: FloatProperty(name="Tolerance η", default=1e-6, min=0.0, precision=9,
                              description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this")
     use_scene_gravity: BoolProperty(name="Scene Gravity", default=True,
                                     description="Use the scene's gravity (Scene Properties > Gravity)")
+    # wind (addon/wind.py documents the mapping)
+    use_force_fields: BoolProperty(name="Force Fields", default=True,
+                                   description="Blow with the scene's Wind and Turbulence force fields")
+    field_speed_scale: FloatProperty(name="Field Speed (m/s)", default=1.0, min=0.0, soft_max=10.0,
+                                     description="Wind speed in m/s per unit of a force field's Strength")
+    use_storm: BoolProperty(name="Storm", default=False,
+                            description="The add-on's own wind: calm → storm → calm over a frame range")
+    storm_peak_speed: FloatProperty(name="Peak Speed (m/s)", default=30.0, min=0.0, soft_max=60.0,
+                                    description="Mean wind speed at 10 m height during the peak, m/s")
+    storm_direction: FloatProperty(name="Direction (°)", default=0.0, soft_min=-180.0, soft_max=360.0,
+                                   description="Where the wind blows to, degrees from +X toward +Y")
+    storm_frame_start: IntProperty(name="Start", default=1, description="Frame the wind starts to rise")
+    storm_frame_peak_start: IntProperty(name="Peak Start", default=60, description="Frame the peak is reached")
+    storm_frame_peak_end: IntProperty(name="Peak End", default=150, description="Frame the wind starts to fall")
+    storm_frame_end: IntProperty(name="End", default=200, description="Frame the wind is calm again")
+    storm_gusts: FloatProperty(name="Gusts", default=0.25, min=0.0, max=2.0,
+                               description="Gust intensity: standard deviation of the speed over its mean")
+    storm_turbulence: FloatProperty(name="Turbulence", default=0.15, min=0.0, max=2.0,
+                                    description="Turbulence intensity: standard deviation over the mean speed")
+    storm_turbulence_length: FloatProperty(name="Eddy Size (m)", default=5.0, min=1e-3, soft_max=50.0,
+                                           description="Length scale of the turbulence, m: branches closer than "
+                                                       "this move together")
+    storm_seed: IntProperty(name="Seed", default=0, min=0, description="Same seed, same wind")
 
 
 classes = (StiffRodsObjectSettings, StiffRodsSceneSettings)

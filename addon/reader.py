@@ -33,6 +33,41 @@ class TreeSource:
     bone_names: list = field(default_factory=list)
     bone_span: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (branch, span) per bone
     bone_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # index into bone_names or −1
+    control_points: list = field(default_factory=list)  # plain curves: ControlPoints per branch
+
+
+@dataclass
+class ControlPoints:
+    """The editable points of one spline, in the curve object's local frame [m]: what a curve bake keys."""
+    spline: int                         # index in curve.data.splines
+    bezier: bool
+    co: np.ndarray                      # (K, 3)
+    handle_left: np.ndarray | None      # (K, 3), Bézier only
+    handle_right: np.ndarray | None
+    w: np.ndarray | None                # (K,) NURBS/poly weight, kept as is
+
+
+def read_control_points(curve, spline: int) -> ControlPoints:
+    sp = curve.data.splines[spline]
+    if sp.type == "BEZIER":
+        pts = sp.bezier_points
+        arrays = []
+        for attr in ("co", "handle_left", "handle_right"):
+            a = np.empty(3 * len(pts)); pts.foreach_get(attr, a); arrays.append(a.reshape(-1, 3))
+        return ControlPoints(spline, True, arrays[0], arrays[1], arrays[2], None)
+    co4 = np.empty(4 * len(sp.points)); sp.points.foreach_get("co", co4)
+    co4 = co4.reshape(-1, 4)
+    return ControlPoints(spline, False, co4[:, :3].copy(), None, None, co4[:, 3].copy())
+
+
+def write_control_points(curve, cps: ControlPoints) -> None:
+    sp = curve.data.splines[cps.spline]
+    if cps.bezier:
+        for attr in ("co", "handle_left", "handle_right"):
+            sp.bezier_points.foreach_set(attr, np.ascontiguousarray(getattr(cps, attr)).ravel())
+    else:
+        sp.points.foreach_set("co", np.column_stack((cps.co, cps.w)).ravel())
+    curve.data.update_tag()             # redraw: foreach_set does not tag the datablock itself
 
 
 def is_sapling_armature(obj) -> bool:
@@ -126,6 +161,7 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
                             "(zero-length segment)")
     src = TreeSource(curve, armature, leaves, branches, spline_index, [None] * len(branches))
     if armature is None:
+        src.control_points = [read_control_points(curve, si) for si in spline_index]
         return src
     branch_of_spline = {s: b for b, s in enumerate(spline_index)}
     names, spans, parent_names = [], [], []
@@ -154,3 +190,35 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
             if pb != b:
                 src.parents[b] = (pb, ps)
     return src
+
+
+@dataclass
+class LeafMesh:
+    """Sapling's leaves mesh in world space: polygons, and each vertex's bone (its heaviest vertex group)."""
+    co: np.ndarray                  # (V, 3) world [m]
+    loop_start: np.ndarray          # (L,)
+    loop_total: np.ndarray          # (L,)
+    loop_vertex: np.ndarray         # (loops,)
+    vertex_bone: np.ndarray         # (V,) index into TreeSource.bone_names, −1 without a bone group
+    matrix_world: np.ndarray        # (4, 4) of the leaves object at rest
+
+
+def read_leaf_mesh(leaves, bone_names) -> LeafMesh | None:
+    """The leaves mesh of a Sapling tree, or None when it has no polygons."""
+    me = leaves.data
+    if len(me.polygons) == 0:
+        return None
+    mw = np.array(leaves.matrix_world)
+    co = np.empty(3 * len(me.vertices)); me.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3) @ mw[:3, :3].T + mw[:3, 3]
+    n = len(me.polygons)
+    start = np.empty(n, np.int64); me.polygons.foreach_get("loop_start", start)
+    total = np.empty(n, np.int64); me.polygons.foreach_get("loop_total", total)
+    loops = np.empty(len(me.loops), np.int64); me.loops.foreach_get("vertex_index", loops)
+    lookup = {name: i for i, name in enumerate(bone_names)}
+    group_bone = np.array([lookup.get(g.name, -1) for g in leaves.vertex_groups] + [-1], dtype=np.int64)
+    best = np.full(len(me.vertices), -1, dtype=np.int64)
+    for v in me.vertices:                 # once per convert; Sapling leaves have one group per vertex
+        if len(v.groups):
+            best[v.index] = max(v.groups, key=lambda g: g.weight).group
+    return LeafMesh(co, start, total, loops, group_bone[best], mw)

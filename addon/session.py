@@ -10,7 +10,9 @@ import bpy
 import numpy as np
 
 from ..solver import Simulator, quaternion as quat
-from ..solver.tree_builder import tree_from_branches
+from ..solver.binding import bind_points, carried_points, nearest_segments
+from ..solver.leaves import leaf_frames
+from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
 
 SESSIONS: dict[str, "Session"] = {}      # object name → session
@@ -29,18 +31,25 @@ class Session:
         ss = scene.stiff_rods
         src = reader.read_tree(obj, default_radius=settings.default_radius, segment_length=settings.segment_length)
         youngs, torsion, density = material(settings)
-        self.model, self.branch_map = tree_from_branches(
+        model, self.branch_map = tree_from_branches(
             src.branches, parents=src.parents, youngs_modulus=youngs, torsion_modulus=torsion,
             density=density, pin_roots=settings.pin_root)
         self.source = src
-        fps = scene.render.fps / scene.render.fps_base
-        gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
-        self.substeps = ss.substeps
-        self.sim = Simulator(self.model, dt=1.0 / (fps * ss.substeps), max_iterations=ss.iterations,
-                             tolerance=ss.tolerance, gravity=gravity, damping=settings.damping)
+        self.leaf_mesh = None
+        if settings.use_leaves and src.armature is not None and src.leaves is not None:
+            model = self._attach_leaves(model, src)
         self.owner_name = (src.armature or src.curve).name
-        self.frame = scene.frame_current
-        self.start_frame = scene.frame_current
+        self.pins = PinSet(model, src, settings, scene)   # the model with pinned segments: self.model
+        self.model = self.pins.model
+        fps = scene.render.fps / scene.render.fps_base
+        self.frame_time = 1.0 / fps                       # [s]
+        self.gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
+        self.substeps = ss.substeps
+        self.max_iterations, self.tolerance, self.damping = ss.iterations, ss.tolerance, settings.damping
+        self.drag_coefficient = settings.drag_coefficient
+        self.wind = None            # addon.wind.SceneWind, set by the operators when the scene has wind
+        self.frame = self.start_frame = scene.frame_current
+        self.sim = self._make_sim()
         self.ms_per_step = 0.0
         self.iterations = 0
         self.residual = 0.0
@@ -49,15 +58,91 @@ class Session:
             rest = np.array([np.array(src.armature.data.bones[n].matrix_local)[:3, :3] for n in src.bone_names])
             self.bone_rest = quat.from_matrix(rest) if len(rest) else np.zeros((0, 4))
             self.armature_rotation = quat.from_matrix(_rotation(src.armature.matrix_world))
+        else:
+            self.curve_binding = self._bind_control_points()
+
+    def _attach_leaves(self, model, src):
+        """Every leaf polygon a plate segment jointed to its branch (Deul §5); its vertices ride on it."""
+        lm = reader.read_leaf_mesh(src.leaves, src.bone_names)
+        if lm is None:
+            return model
+        f = leaf_frames(lm.co, lm.loop_start, lm.loop_total, lm.loop_vertex, src.branches)
+        youngs, torsion, density = MATERIALS["LEAF"]
+        model, self.leaf_segments = attach_leaves(
+            model, self.branch_map, stem=f["leaf_stem"], axis=f["leaf_axis"], normal=f["leaf_normal"],
+            length=f["leaf_length"], width=f["leaf_width"], parent=f["leaf_parent"], density=density,
+            youngs_modulus=youngs, torsion_modulus=torsion)
+        poly_of_loop = np.repeat(np.arange(lm.loop_start.size), lm.loop_total)
+        vseg = np.full(lm.co.shape[0], -1, dtype=np.int64)
+        vseg[lm.loop_vertex] = self.leaf_segments[poly_of_loop]
+        used = np.flatnonzero(vseg >= 0)
+        local = quat.rotate_inverse(model.orientations[vseg[used]], lm.co[used] - model.positions[vseg[used]])
+        self.leaf_binding = (used, vseg[used], local)
+        self.leaf_mesh = lm
+        return model
+
+    def leaf_vertices_world(self) -> np.ndarray:
+        """World positions (V, 3) [m] of the leaves mesh's vertices carried by their leaf segments."""
+        lm = self.leaf_mesh
+        used, seg, local = self.leaf_binding
+        out = lm.co.copy()
+        out[used] = carried_points(self.sim.positions, self.sim.orientations, seg, local)
+        return out
+
+    def leaf_base_coordinates(self) -> np.ndarray:
+        """Leaves-mesh coordinates (V, 3), object-local, that the Armature modifier (the bones following
+        their segments) deforms exactly onto :meth:`leaf_vertices_world`: each vertex taken back
+        through its bone's motion, ``D_b⁻¹(x) = R_b⁰ R_bᵀ (x − c_b) + c_b⁰``. So leaves play back with
+        plain Blender: a Mesh Cache of these coordinates under the tree's own Armature modifier."""
+        lm = self.leaf_mesh
+        x = self.leaf_vertices_world()
+        has = np.flatnonzero(lm.vertex_bone >= 0)
+        seg = self.bone_segment[lm.vertex_bone[has]]
+        rel = quat.rotate_inverse(self.sim.orientations[seg], x[has] - self.sim.positions[seg])
+        x[has] = quat.rotate(self.model.orientations[seg], rel) + self.model.positions[seg]
+        inv = np.linalg.inv(lm.matrix_world)
+        return x @ inv[:3, :3].T + inv[:3, 3]
+
+    def _make_sim(self) -> Simulator:
+        sim = Simulator(self.model, dt=self.frame_time / self.substeps, max_iterations=self.max_iterations,
+                        tolerance=self.tolerance, gravity=self.gravity, damping=self.damping,
+                        kinematic=self.pins.driver if self.pins.driven else None)
+        if self.wind is not None:
+            sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
+        return sim
+
+    @property
+    def needs_scene_frames(self) -> bool:
+        """True when something the simulation reads is animated in the scene (pin objects, wind fields):
+        then every frame is evaluated with ``scene.frame_set`` before it is simulated."""
+        return self.pins.driven or (self.wind is not None and self.wind.animated)
 
     # -------------------------------------------------------------- stepping
-    def reset(self, frame: int) -> None:
-        self.sim = Simulator(self.model, dt=self.sim.dt, max_iterations=self.sim.max_iterations,
-                             tolerance=self.sim.tolerance, gravity=self.sim.gravity, damping=self.sim.damping)
-        self.frame = self.start_frame = frame
+    def set_wind(self, wind) -> None:
+        """Use ``wind`` (addon.wind.SceneWind or None) from the next reset on."""
+        self.wind = wind
+        self.sim = self._make_sim()
 
-    def advance_frame(self) -> None:
-        """One frame of simulation: ``substeps`` solver steps."""
+    def reset(self, frame: int, scene=None) -> None:
+        self.frame = self.start_frame = frame
+        if scene is not None:
+            self._read_scene(scene, frame, first=True)
+            self.model = self.pins.model               # pins are chosen where their objects are at the start
+        self.sim = self._make_sim()
+
+    def _read_scene(self, scene, frame: int, first: bool = False) -> None:
+        if self.needs_scene_frames:
+            scene.frame_set(frame)       # evaluates animation and drivers: matrix_world is current after it
+        t = (frame - self.start_frame) * self.frame_time
+        self.pins.read(t, first)
+        if self.wind is not None:
+            self.wind.read(scene, frame, t, first)
+
+    def advance_frame(self, scene=None) -> None:
+        """One frame of simulation: ``substeps`` solver steps. With ``scene`` and animated inputs, the next
+        frame is evaluated first and pin poses are interpolated over the substeps."""
+        if scene is not None and self.needs_scene_frames:
+            self._read_scene(scene, self.frame + 1)
         t0 = time.perf_counter()
         its = 0
         for _ in range(self.substeps):
@@ -87,10 +172,51 @@ class Session:
         local = quat.multiply(quat.multiply(quat.conjugate(self.bone_rest), x), self.bone_rest)
         return np.where(local[:, :1] < 0.0, -local, local)   # a continuous, shortest-arc sign for keys
 
+    def _bind_control_points(self):
+        """Every curve control point (and Bézier handle) bound to the nearest segment of its own rod."""
+        mw = np.array(self.source.curve.matrix_world)
+        binding = []
+        m = self.model
+        for b, cps in enumerate(self.source.control_points):
+            cand = np.asarray(self.branch_map.span_segment[b], dtype=np.int64)
+            pts = [cps.co] + ([cps.handle_left, cps.handle_right] if cps.bezier else [])
+            world = np.concatenate(pts) @ mw[:3, :3].T + mw[:3, 3]
+            binding.append(bind_points(world, m.positions, m.orientations, m.lengths, cand))
+        return binding
+
+    def control_points_now(self):
+        """The curve's control points (object-local, [m]) carried by the simulated segments."""
+        inv = np.linalg.inv(np.array(self.source.curve.matrix_world))
+        out = []
+        for cps, (seg, local) in zip(self.source.control_points, self.curve_binding):
+            world = carried_points(self.sim.positions, self.sim.orientations, seg, local)
+            pts = world @ inv[:3, :3].T + inv[:3, 3]
+            k = cps.co.shape[0]
+            out.append(reader.ControlPoints(cps.spline, cps.bezier, pts[:k],
+                                            pts[k:2 * k] if cps.bezier else None,
+                                            pts[2 * k:] if cps.bezier else None, cps.w))
+        return out
+
+    def write_rest(self) -> None:
+        """Put a curve's control points (a tree's leaves) back where they were when it was converted."""
+        if self.leaf_mesh is not None:
+            inv = np.linalg.inv(self.leaf_mesh.matrix_world)
+            co = self.leaf_mesh.co @ inv[:3, :3].T + inv[:3, 3]
+            self.source.leaves.data.vertices.foreach_set("co", co.astype(np.float32).ravel())
+            self.source.leaves.data.update()
+        if self.source.armature is None:
+            for cps in self.source.control_points:
+                reader.write_control_points(self.source.curve, cps)
+
     def write_pose(self) -> None:
         arm = self.source.armature
         if arm is None:
+            for cps in self.control_points_now():
+                reader.write_control_points(self.source.curve, cps)
             return
+        if self.leaf_mesh is not None:
+            self.source.leaves.data.vertices.foreach_set("co", self.leaf_base_coordinates().astype(np.float32).ravel())
+            self.source.leaves.data.update()
         pose_bones = arm.pose.bones
         q = self.bone_quaternions()
         if len(self.source.bone_names) == len(pose_bones):
@@ -109,8 +235,96 @@ class Session:
         return self._order
 
     def stats(self) -> dict:
-        return dict(segments=self.model.n_segments, joints=self.model.n_joints, ms_per_step=self.ms_per_step,
+        return dict(segments=self.model.n_segments, joints=self.model.n_joints,
+                    leaves=0 if self.leaf_mesh is None else int(self.leaf_segments.size), ms_per_step=self.ms_per_step,
                     iterations=self.iterations, residual=self.residual)
+
+
+class PinSet:
+    """Which segments are kinematic, and the poses that drive them.
+
+    Root clamps (anchor segments of ``Pinned Root``) stay at rest. A *pin object* (the object
+    setting ``Pin To``) holds the segment nearest to its origin, and every Hook modifier of a plain
+    curve holds the segment nearest to its hooked control points: these segments follow their object's
+    world transform, ``x(t) = M(t) M(t₀)⁻¹ x(rest)`` with t₀ the start frame, interpolated linearly across a frame's substeps."""
+
+    def __init__(self, model, src, settings, scene):
+        self.base = model
+        self.settings, self.src = settings, src
+        self._choose()
+
+    def _targets(self):
+        """(object, world point) of every pin: the pin object's origin, each hook's first hooked point."""
+        out = []
+        pin_obj = getattr(self.settings, "pin_object", None)
+        if pin_obj is not None:
+            out.append((pin_obj, np.array(pin_obj.matrix_world)[:3, 3]))
+        if self.src.armature is None:
+            out += _hook_targets(self.src.curve)
+        return out
+
+    def _choose(self) -> None:
+        """Pin the segments nearest to the targets where they are now (the scene is at the start frame)."""
+        m = self.base
+        targets = self._targets()
+        segs = [int(nearest_segments(p[None], m.positions, m.orientations, m.lengths)[0]) for _, p in targets]
+        pinned = m.pinned.copy()
+        pinned[segs] = True
+        self.model = m.copy_with(pinned=pinned) if segs else m
+        self.objects = [o for o, _ in targets]
+        self.segments = np.array(segs, dtype=np.int64)
+        order = np.flatnonzero(pinned)                 # the simulator's kinematic order
+        self._slot = np.searchsorted(order, self.segments)
+        self.rest_x = self.model.positions[order].copy()
+        self.rest_q = self.model.orientations[order].copy()
+        self.driven = bool(segs)
+        self._m0 = [np.array(o.matrix_world) for o in self.objects]
+        self._t = (0.0, 0.0)
+        self._poses = (self._current_poses(), self._current_poses())
+
+    def _current_poses(self):
+        x, q = self.rest_x.copy(), self.rest_q.copy()
+        for i, (obj, m0) in enumerate(zip(self.objects, self._m0)):
+            rel = np.array(obj.matrix_world) @ np.linalg.inv(m0)
+            slot = self._slot[i]
+            x[slot] = rel[:3, :3] @ self.rest_x[slot] + rel[:3, 3]
+            r = quat.from_matrix(_rotation(rel)[None])[0]
+            q[slot] = quat.multiply(r[None], self.rest_q[slot][None])[0]
+        return x, q
+
+    def read(self, t: float, first: bool = False) -> None:
+        """Take the pin objects' poses of the frame at time ``t`` [s] (the scene is at that frame).
+        ``first``: the simulation starts here, so the pins' poses now are the ones that hold the rest shape."""
+        if first:
+            self._choose()
+        now = self._current_poses()
+        self._poses = (now, now) if first else (self._poses[1], now)
+        self._t = (t, t) if first else (self._t[1], t)
+
+    def driver(self, t: float):
+        (x0, q0), (x1, q1) = self._poses
+        t0, t1 = self._t
+        a = 1.0 if t1 <= t0 else float(np.clip((t - t0) / (t1 - t0), 0.0, 1.0))
+        q1 = np.where(np.sum(q0 * q1, axis=1, keepdims=True) < 0, -q1, q1)
+        return (1 - a) * x0 + a * x1, quat.normalize((1 - a) * q0 + a * q1)
+
+
+def _hook_targets(curve):
+    """(hook object, world position of its first hooked control point) for each Hook modifier."""
+    mw = np.array(curve.matrix_world)
+    flat = []                              # control point positions in the curve's index order
+    for sp in curve.data.splines:
+        if sp.type == "BEZIER":
+            for p in sp.bezier_points:     # a Bézier point counts 3 hook indices: handle, point, handle
+                flat += [p.handle_left, p.co, p.handle_right]
+        else:
+            flat += [p.co.xyz for p in sp.points]
+    out = []
+    for mod in curve.modifiers:
+        if mod.type == "HOOK" and mod.object is not None and len(mod.vertex_indices):
+            p = np.array(flat[mod.vertex_indices[0]])
+            out.append((mod.object, mw[:3, :3] @ p + mw[:3, 3]))
+    return out
 
 
 def material(settings):

@@ -4,22 +4,33 @@ For each scene (``scenes.chain(n)``, ``scenes.random_tree(n, seed=0)``) and size
 ``Simulator(model, dt=1/60)``, ``begin_step()``, one warm-up ``iterate("kkt")`` (it builds the
 symbolic elimination schedule once per topology; timed as ``symbolic_s``, which includes that
 first numeric iteration), then the median time of several further ``iterate("kkt")`` calls
-(factor + solve + update + residual). The linear-time claim is checked by the least-squares slope
-of log(ms) against log(segments).
+(factor + solve + update + residual). Times are process CPU times (``time.process_time``, with
+OMP_NUM_THREADS=1: single-threaded), so other processes on a shared machine do not count. The
+linear-time claim is checked by the least-squares slope of log(ms) against log(segments).
+
+Chains are solved by the banded joint-space Cholesky (solver/kkt_chain.py), trees by tree contraction
+(solver/kkt_tree.py), as the Simulator chooses. Memory: each scene is built and stepped once in a
+fresh process at 10 000 and 100 000 segments; ``memory_bytes_per_segment`` is the growth of the peak
+resident set between the two, divided by the 90 000 extra segments (interpreter and imports cancel).
 
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
-    python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments)
+    python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)
 """
 from __future__ import annotations
 
-import argparse
-import json
-import resource
-import sys
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+os.environ["OMP_NUM_THREADS"] = "1"       # before numpy loads its BLAS thread pool
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,19 +50,19 @@ def peak_rss_kib() -> int:
 
 
 def measure(scene: str, n: int, repeats: int) -> dict:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     model = SCENES[scene](n)
-    build_s = time.perf_counter() - t0
+    build_s = time.process_time() - t0
     sim = Simulator(model, dt=1.0 / 60.0)
     sim.begin_step()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     r_first = sim.iterate("kkt")
-    symbolic_s = time.perf_counter() - t0
+    symbolic_s = time.process_time() - t0
     samples, residuals = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         residuals.append(sim.iterate("kkt"))
-        samples.append(time.perf_counter() - t0)
+        samples.append(time.process_time() - t0)
     ms = 1e3 * float(np.median(samples))
     out = {"segments": model.n_segments, "joints": model.n_joints, "scene_build_s": build_s,
            "symbolic_s": symbolic_s, "symbolic_minus_one_iteration_s": symbolic_s - 1e-3 * ms,
@@ -62,6 +73,29 @@ def measure(scene: str, n: int, repeats: int) -> dict:
         f"{ms:.2f} ms/iteration (median of {repeats}), residual {r_first:.2e} → {residuals[-1]:.2e}, "
         f"peak RSS {out['peak_rss_kib'] / 1024:.0f} MiB")
     return out
+
+
+def own_peak_rss_kib() -> int:
+    """This process's own peak RSS [KiB] (VmHWM; ru_maxrss would include the parent's peak before exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def peak_rss_after_step(scene: str, n: int) -> int:
+    """Peak RSS [KiB] of a fresh process that builds the scene and takes one time step."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import scaling; "
+            f"from solver import Simulator; sim = Simulator(scaling.SCENES[{scene!r}]({n}), dt=1/60, max_iterations=3, "
+            f"tolerance=0.0); sim.step(); print(scaling.own_peak_rss_kib())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def memory_per_segment(scene: str, small: int = 10000, large: int = 100000) -> dict:
+    rss = {n: peak_rss_after_step(scene, n) for n in (small, large)}
+    per = 1024.0 * (rss[large] - rss[small]) / (large - small)
+    log(f"{scene:>5}: peak RSS {rss[small] / 1024:.0f} MiB at {small}, {rss[large] / 1024:.0f} MiB at {large} "
+        f"segments: {per:.0f} bytes per segment")
+    return {"peak_rss_kib": {str(k): v for k, v in rss.items()}, "bytes_per_segment": per}
 
 
 def loglog_slope(sizes, ms) -> float | None:
@@ -90,10 +124,13 @@ def main() -> None:
     ms = {s: [d["ms_per_iteration"] for d in detail[s]] for s in args.scenes}
     slopes = {s: loglog_slope(sizes, ms[s]) for s in args.scenes}
     met = {s: (slopes[s] is not None and slopes[s] <= TARGET_SLOPE) for s in args.scenes}
+    memory = {} if args.quick else {s: memory_per_segment(s) for s in args.scenes}
     out = {
         "benchmark": "scaling",
         "sizes": sizes,
         "ms_per_iteration": ms,
+        "memory_bytes_per_segment": {s: m["bytes_per_segment"] for s, m in memory.items()},
+        "memory_detail": memory,
         "symbolic_s": {s: [d["symbolic_s"] for d in detail[s]] for s in args.scenes},
         "loglog_slope": slopes,
         "target_slope_le": TARGET_SLOPE,

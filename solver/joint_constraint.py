@@ -2,12 +2,25 @@
 
 Rotational degrees of freedom are body-frame rotation vectors ``δφ`` (``q ← q + G(q) δφ`` with G of
 Eq. 27), so each segment's mass matrix is the diagonal ``diag(m, m, m, I1, I2, I3)`` of Eq. 28.
+
+Bend/twist strain, ``strain=``:
+
+* ``"rotation"`` (default): ``(2/l)·s·Im(e)`` with ``e = (q̄_p⁰ q_c⁰)* q̄_p q_c``, the rotation from
+  the rest to the current relative orientation, in the rest-aligned child frame, and ``s = ±1``
+  taking the short arc (q and −q are the same rotation). For a straight rest pose this is exactly
+  Eq. 23, and to first order for small rest rotations; unlike Eq. 23 it stays isotropic for large
+  rest rotations: at a 90° branch junction Eq. 23 makes a bend about the rest rotation's axis
+  cos²45° = ½ as stiff (measured on a branch cantilever), which this form does not.
+* ``"eq23"``: Eq. 23 literally, ``(2/l)·(Im(q̄_p q_c) − Im(q̄_p⁰ q_c⁰))``, as the authors' own code
+  (benchmarks/vs_reference.py uses it to compare with that code on equal terms).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import quaternion as quat
+
+STRAINS = ("rotation", "eq23")
 
 
 def compliance(model, dt: float, index=slice(None)) -> np.ndarray:
@@ -25,48 +38,131 @@ def compliance(model, dt: float, index=slice(None)) -> np.ndarray:
     return alpha / (dt * dt)
 
 
-def evaluate(model, positions, orientations, index=slice(None), with_jacobians: bool = True):
+def _check_strain(strain: str) -> None:
+    if strain not in STRAINS:
+        raise ValueError(f"strain must be one of {STRAINS}, got {strain!r}")
+
+
+def evaluate(model, positions, orientations, index=slice(None), with_jacobians: bool = True,
+             strain: str = "rotation"):
     """Constraint values ``C`` (m, 6) and Jacobians ``J_parent``, ``J_child`` (m, 6, 6) (Eqs. 23, 25, 26).
 
-    ``C[:, :3] = x_p + R_p p_p − x_c − R_c p_c`` [m] (zero stretch). ``C[:, 3:] = (2/l)·s·Im(ē)`` [1/m]
-    with ``e = (q̄_p⁰ q_c⁰)* q̄_p q_c``, the rotation from the rest to the current relative
-    orientation, in the rest-aligned child frame, and ``s = ±1`` taking the short arc (q and −q are
-    the same rotation). For a straight rest pose this is exactly Eq. 23's ``(2/l) Im[q̄_p q_c −
-    q̄_p⁰ q_c⁰]``, and to first order for small rest rotations. Unlike Eq. 23 it stays isotropic for
-    large rest rotations: at a 90° branch junction Eq. 23 makes a bend about the rest rotation's axis
-    cos²45° = ½ as stiff (measured on a branch cantilever), which this form does not.
-    Jacobian columns are (translation, body-frame rotation).
+    ``C[:, :3] = x_p + R_p p_p − x_c − R_c p_c`` [m] (zero stretch); ``C[:, 3:]`` [1/m] the bend/twist
+    strain (module docstring). Jacobian columns are (translation, body-frame rotation).
     """
-    jp = model.joint_parent[index]
-    jc = model.joint_child[index]
-    qp, qc = orientations[jp], orientations[jc]
-    ap = quat.rotate(qp, model.joint_point_parent[index])
-    ac = quat.rotate(qc, model.joint_point_child[index])
-    r0 = model.rest_darboux[index]
-    e = quat.multiply(quat.conjugate(r0), quat.multiply(quat.conjugate(qp), qc))
-    s = np.where(e[:, 0] < 0.0, -1.0, 1.0)
-    inv_l = 1.0 / model.joint_lengths[index]
-    c = np.empty((jp.shape[0], 6))
-    c[:, :3] = positions[jp] + ap - positions[jc] - ac
-    c[:, 3:] = (2.0 * inv_l * s)[:, None] * e[:, 1:]
+    _check_strain(strain)
+    ev = JointEvaluator(_Subset(model, index), strain=strain)
+    c = ev.values(positions, orientations).copy()
     if not with_jacobians:
         return c
-    m = jp.shape[0]
-    eye = np.eye(3)
-    w = e[:, 0, None, None]
-    ux = quat.skew(e[:, 1:])
-    rp = quat.to_matrix(qp)
-    rc = quat.to_matrix(qc)
-    j_p = np.zeros((m, 6, 6))
-    j_c = np.zeros((m, 6, 6))
-    j_p[:, :3, :3] = eye
-    j_c[:, :3, :3] = -eye
-    # ∂(R p)/∂δφ_body = −R [p]×
-    j_p[:, :3, 3:] = -rp @ quat.skew(model.joint_point_parent[index])
-    j_c[:, :3, 3:] = rc @ quat.skew(model.joint_point_child[index])
-    # q_p ← q_p ⊗ (1, δφ/2) gives δe = (0, −R(r⁰)ᵀδφ/2) ⊗ e; q_c ← q_c ⊗ (1, δφ/2) gives δe = e ⊗ (0, δφ/2):
-    # the body-frame forms of Eqs. 10, 11 times G(q) of Eq. 27.
-    ls = (inv_l * s)[:, None, None]
-    j_p[:, 3:, 3:] = -ls * ((w * eye - ux) @ np.swapaxes(quat.to_matrix(r0), 1, 2))
-    j_c[:, 3:, 3:] = ls * (w * eye + ux)
-    return c, j_p, j_c
+    return (c,) + tuple(_full_jacobian(rot, sign) for rot, sign in zip(ev.rotation_columns(), (1.0, -1.0)))
+
+
+def _full_jacobian(rot: np.ndarray, sign: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``[[±I, X], [0, B]]`` (m, 6, 6) from the rotation columns ``[[X], [B]]`` (m, 6, 3)."""
+    if out is None:
+        out = np.zeros((rot.shape[0], 6, 6))
+        out[:, :3, :3] = sign * np.eye(3)
+    out[:, :, 3:] = rot
+    return out
+
+
+class _Subset:
+    """The joint arrays of ``model`` (anything with RodModel's joint attribute names) at ``index``."""
+
+    def __init__(self, model, index):
+        for name in ("joint_parent", "joint_child", "joint_point_parent", "joint_point_child",
+                     "rest_darboux", "joint_lengths"):
+            setattr(self, name, getattr(model, name)[index])
+
+
+class JointEvaluator:
+    """:func:`evaluate` for every joint of a model, for the direct solver's Newton iterations.
+
+    Constants (attachment cross-product matrices, rest rotations, the constant ±I and zero blocks of
+    the Jacobians) are computed once; the Jacobians are written into preallocated arrays together with
+    their transposes, which the KKT assembly needs. ``values(x, q)`` returns ``C`` (m, 6) and keeps
+    what the Jacobians need; ``jacobians()`` then returns ``(J_parent, J_child, J_parentᵀ, J_childᵀ)``
+    (m, 6, 6) at that pose. Returned arrays are reused by the next call: copy them to keep them.
+    """
+
+    def __init__(self, model, strain: str = "rotation"):
+        _check_strain(strain)
+        self.strain = strain
+        m = model.joint_parent.shape[0]
+        self.parent = np.asarray(model.joint_parent)
+        self.child = np.asarray(model.joint_child)
+        self.point_parent = np.ascontiguousarray(model.joint_point_parent, dtype=float)
+        self.point_child = np.ascontiguousarray(model.joint_point_child, dtype=float)
+        self._minus_skew_parent = -quat.skew(self.point_parent)      # ∂(R p)/∂δφ_body = −R [p]×
+        self._skew_child = quat.skew(self.point_child)
+        self._inv_l = 1.0 / np.asarray(model.joint_lengths, dtype=float)
+        rest = np.asarray(model.rest_darboux, dtype=float)
+        if strain == "rotation":
+            self._rest_conj = quat.conjugate(rest)
+            self._rest_t = np.ascontiguousarray(np.swapaxes(quat.to_matrix(rest), 1, 2))
+        else:
+            self._rest_strain = (2.0 * self._inv_l)[:, None] * rest[:, 1:]
+        self._full = None                                   # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
+        self._c = np.empty((m, 6))
+        self._rot_parent = np.empty((m, 6, 3))
+        self._rot_child = np.empty((m, 6, 3))
+        self._state = None
+
+    def values(self, positions: np.ndarray, orientations: np.ndarray) -> np.ndarray:
+        """``C`` (m, 6) of Eq. 23 at the pose; returns an internal array."""
+        jp, jc = self.parent, self.child
+        positions = np.asarray(positions, dtype=float)
+        orientations = np.asarray(orientations, dtype=float)
+        rot = quat.to_matrix(orientations)                # once per segment, gathered per joint
+        rp, rc = rot[jp], rot[jc]
+        c = self._c
+        np.subtract(positions[jp], positions[jc], out=c[:, :3])
+        c[:, :3] += np.einsum("kij,kj->ki", rp, self.point_parent)
+        c[:, :3] -= np.einsum("kij,kj->ki", rc, self.point_child)
+        e = quat.multiply_conjugate(orientations[jp], orientations[jc])      # q̄_p q_c
+        if self.strain == "rotation":
+            e = quat.multiply(self._rest_conj, e)
+            ls = np.where(e[:, 0] < 0.0, -self._inv_l, self._inv_l)       # (1/l)·s, s the short-arc sign
+            np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
+        else:
+            ls = self._inv_l
+            np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
+            c[:, 3:] -= self._rest_strain
+        self._state = (rp, rc, e, ls)
+        return c
+
+    def rotation_columns(self):
+        """The varying part of the Jacobians at the pose of the last :meth:`values` call: their rotation
+        columns ``(J_parent[:, :, 3:], J_child[:, :, 3:])``, each (m, 6, 3) = ``[[X], [B]]`` (stretch rows
+        X = ∓R[p]×, bend/twist rows B); the translation columns are the constants ``[±I; 0]``."""
+        if self._state is None:
+            raise RuntimeError("JointEvaluator.rotation_columns called before values")
+        rp, rc, e, ls = self._state
+        rot_p, rot_c = self._rot_parent, self._rot_child
+        np.matmul(rp, self._minus_skew_parent, out=rot_p[:, :3])   # ∂(R p)/∂δφ_body = −R [p]×
+        np.matmul(rc, self._skew_child, out=rot_c[:, :3])
+        # q_p ← q_p ⊗ (1, δφ/2) gives δe = (0, −R(r⁰)ᵀδφ/2) ⊗ e; q_c ← q_c ⊗ (1, δφ/2) gives δe = e ⊗ (0, δφ/2):
+        # the body-frame forms of Eqs. 10, 11 times G(q) of Eq. 27. With K = w I + [u]× (e = (w, u)) the child
+        # block is (s/l) K and the parent block −(s/l) Kᵀ R(r⁰)ᵀ (R(r⁰) = I for "eq23", where e = q̄_p q_c).
+        k = quat.skew(e[:, 1:])
+        k.reshape(-1, 9)[:, ::4] = e[:, :1]
+        k *= ls[:, None, None]
+        rot_c[:, 3:] = k
+        if self.strain == "rotation":
+            bp = np.matmul(np.swapaxes(k, 1, 2), self._rest_t, out=rot_p[:, 3:])
+            np.negative(bp, out=bp)
+        else:
+            np.negative(np.swapaxes(k, 1, 2), out=rot_p[:, 3:])
+        return rot_p, rot_c
+
+    def jacobians(self):
+        """``(J_parent, J_child, J_parentᵀ, J_childᵀ)`` (m, 6, 6) at the pose of the last :meth:`values` call."""
+        rot_p, rot_c = self.rotation_columns()
+        if self._full is None:
+            self._full = [_full_jacobian(np.zeros_like(rot_p), sign) for sign in (1.0, -1.0, 1.0, -1.0)]
+        jp, jc, jpt, jct = self._full
+        for jac, jac_t, rot in ((jp, jpt, rot_p), (jc, jct, rot_c)):
+            jac[:, :, 3:] = rot
+            jac_t[:, 3:, :] = np.swapaxes(rot, 1, 2)
+        return jp, jc, jpt, jct

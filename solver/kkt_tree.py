@@ -18,6 +18,20 @@ only stable eliminations are allowed (see :meth:`TreeKKT._stable`): segments fol
 (forming the SPD joint-space Schur complement locally), joints among joints are Cholesky steps on
 that SPD complement, and a joint next to a segment goes only toward the root (Baraff's order).
 Measured against scipy's sparse LU on random trees: relative error ≤ 10⁻¹⁰.
+
+Memory layout (chosen once, so the numeric phase does no fancy-index copies of pivots or edges):
+nodes are renumbered in elimination order, so a round's pivot blocks are one contiguous slice; in a
+round, nodes with two neighbours come first, then one, then none. Every edge block is consumed
+exactly once, by the first of its two ends to be eliminated; it is stored at that "pair slot" as
+``−H[eliminated node, neighbour]`` (a Jacobian block or its transpose, as given), and a round's pair
+slots are contiguous (first neighbours of all its nodes, then second neighbours). Products then
+take only the fast forms ``A @ B`` and ``Aᵀ @ B`` of stacked 6×6 blocks (``A @ Bᵀ`` costs twice as
+much). The Schur updates of a round are not scattered into their neighbours' pivots but pulled by
+the neighbours' round as one sparse product, and the Jacobian blocks written every iteration land
+mostly in runs of consecutive slots. Rounds whose pivots are still the untouched diagonal ``M`` or
+``−α̃`` (round one: every leaf and chain segment) skip the inversion. Measured per Newton iteration
+(benchmarks/vs_reference.py, profile in README "Performance"): the 6×6 pivot inversions are the
+largest part, then the products per pair, the solve and the constraint evaluation.
 """
 from __future__ import annotations
 
@@ -25,27 +39,56 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .definite_blocks import inv_definite
+from scipy.sparse import csr_matrix
 
+try:    # y += A x for CSR A and row-major x with several columns, without scipy's per-call dispatch (~30 µs)
+    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
+except ImportError:  # pragma: no cover - other scipy layouts
+    _csr_matvecs = None
+
+from .definite_blocks import inv_definite
 
 
 @dataclass
 class _Round:
-    elim: np.ndarray          # (k,) nodes eliminated in this round
-    sign: np.ndarray          # (k,) +1 for segment pivots (positive definite), −1 for joint pivots
-    pair_local: np.ndarray    # (P,) index into elim of the eliminated node of each (node, neighbour) pair
-    pair_nbr: np.ndarray      # (P,) neighbour node
-    pair_edge: np.ndarray     # (P,) edge id joining them
-    pair_trans: np.ndarray    # (P,) bool: stored edge block is (node, nbr) and must be transposed to get H[nbr, node]
-    nbr_order: np.ndarray     # pairs sorted by neighbour
-    nbr_unique: np.ndarray    # distinct neighbours, in that order
-    nbr_starts: np.ndarray    # reduceat starts over sorted pairs
-    nbr_distinct: bool        # every pair has its own neighbour: scatter without reduction
-    node_with_pairs: np.ndarray  # local indices of elim nodes having ≥ 1 pair (pairs are grouped by node)
-    node_starts: np.ndarray   # reduceat starts over pairs for those nodes
-    fill_a: np.ndarray        # (F,) pair index of the first neighbour of a compressed node
-    fill_b: np.ndarray        # (F,) pair index of the second neighbour
-    fill_edge: np.ndarray     # (F,) new edge id, stored as block H[nbr_a, nbr_b]
+    start: int                # pivot slice [start, stop) in elimination order
+    stop: int
+    k1: int                   # nodes [0, k1) have ≥ 1 neighbour (their first pair slot is pair_start + local)
+    k2: int                   # nodes [0, k2) have 2 neighbours (second pair slot is pair_start + k1 + local)
+    pair_start: int
+    pair_stop: int
+    pair_nbr: np.ndarray      # (P,) neighbour's position in elimination order
+    fill_dest: np.ndarray     # (k2,) pair slot of the fill edge H[first nbr, second nbr] made by each compressed node
+    incoming: object = None   # CSR (k × all pairs): which earlier pairs update each pivot (None: pivots untouched)
+    incoming_negated: object = None
+
+
+def _accumulate(a: csr_matrix, x: np.ndarray, y: np.ndarray) -> None:
+    """``y += a @ x`` in place (x, y C-contiguous 2-D)."""
+    if _csr_matvecs is not None:
+        _csr_matvecs(a.shape[0], a.shape[1], x.shape[1], a.indptr, a.indices, a.data, x.ravel(), y.ravel())
+    else:
+        y += a @ x
+
+
+def _runs(slots: np.ndarray, joints: np.ndarray, min_length: int = 16):
+    """Split sorted slots into runs of consecutive slots (written through slices, with the joint indices
+    as a slice too where they are consecutive) and the leftover (written by fancy indexing)."""
+    if slots.size == 0:
+        return [], (slots, joints)
+    cut = np.flatnonzero(np.diff(slots) != 1) + 1
+    bounds = np.concatenate(([0], cut, [slots.size]))
+    runs, rest = [], []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if hi - lo >= min_length:
+            j = joints[lo:hi]
+            if np.all(np.diff(j) == 1):
+                j = slice(int(j[0]), int(j[-1]) + 1)
+            runs.append((slice(int(slots[lo]), int(slots[hi - 1]) + 1), j))
+        else:
+            rest.append(np.arange(lo, hi))
+    rest = np.concatenate(rest) if rest else np.zeros(0, np.int64)
+    return runs, (slots[rest], joints[rest])
 
 
 def _bfs_distance(n: int, rows: np.ndarray, cols: np.ndarray, roots: np.ndarray) -> np.ndarray:
@@ -84,9 +127,9 @@ class TreeKKT:
         seg_a = np.asarray(seg_a, dtype=np.int64)
         seg_b = np.asarray(seg_b, dtype=np.int64)
         joint_nodes = self.n_free + np.arange(self.n_joints)
-        # Initial edges: (segment node, joint node) with block H[seg, joint] = −J_sideᵀ.
+        # Initial edges: (segment node, joint node); edge k < na is the a-side of joint edge_a_joint[k].
         ma, mb = seg_a >= 0, seg_b >= 0
-        self.edge_a_joint = np.flatnonzero(ma)           # joints whose a-side block is edge k
+        self.edge_a_joint = np.flatnonzero(ma)
         self.edge_b_joint = np.flatnonzero(mb)
         rows = np.concatenate((seg_a[ma], seg_b[mb]))
         cols = np.concatenate((joint_nodes[ma], joint_nodes[mb]))
@@ -101,15 +144,14 @@ class TreeKKT:
     def _symbolic(self, rows: np.ndarray, cols: np.ndarray) -> None:
         n = self.n_nodes
         adj: list[dict[int, int]] = [dict() for _ in range(n)]
-        edge_row = rows.tolist()
         for e, (u, v) in enumerate(zip(rows.tolist(), cols.tolist())):
             adj[u][v] = e
             adj[v][u] = e
+        n_edges = rows.size
         is_seg = [i < self.n_free for i in range(n)]
         dist = self._dist.tolist()
         active = list(range(n))
-        alive = [True] * n
-        rounds: list[_Round] = []
+        raw = []          # per round: list of (node, [(nbr, edge), …]) and fills (node, edge)
         while active:
             cand = [i for i in active if self._stable(i, adj[i], is_seg, dist)]
             if not cand:  # only happens with redundant pins (a loop through the world): any low-degree node
@@ -123,58 +165,120 @@ class TreeKKT:
                 picked.append(i)
                 blocked.add(i)
                 blocked.update(adj[i])
-            pair_local, pair_nbr, pair_edge, pair_trans = [], [], [], []
-            fill_a, fill_b, fill_edge = [], [], []
-            for li, i in enumerate(picked):
+            elim, fills = [], {}
+            for i in picked:
                 nbrs = list(adj[i].items())
-                first = len(pair_nbr)
-                for a, e in nbrs:
-                    pair_local.append(li)
-                    pair_nbr.append(a)
-                    pair_edge.append(e)
-                    pair_trans.append(edge_row[e] != a)
+                for a, _ in nbrs:
                     del adj[a][i]
                 adj[i].clear()
-                alive[i] = False
                 if len(nbrs) == 2:
                     (a, _), (b, _) = nbrs
-                    e_new = len(edge_row)
-                    edge_row.append(a)
-                    adj[a][b] = e_new
-                    adj[b][a] = e_new
-                    fill_a.append(first)
-                    fill_b.append(first + 1)
-                    fill_edge.append(e_new)
-            active = [i for i in active if alive[i]]
-            pair_local_a = np.asarray(pair_local, dtype=np.int64)
-            pair_nbr_a = np.asarray(pair_nbr, dtype=np.int64)
-            order = np.argsort(pair_nbr_a, kind="stable")
-            sorted_nbr = pair_nbr_a[order]
-            if sorted_nbr.size:
-                starts = np.flatnonzero(np.concatenate(([True], sorted_nbr[1:] != sorted_nbr[:-1])))
-            else:
-                starts = np.zeros(0, np.int64)
-            if pair_local_a.size:
-                node_starts = np.flatnonzero(np.concatenate(([True], pair_local_a[1:] != pair_local_a[:-1])))
-                node_with_pairs = pair_local_a[node_starts]
-            else:
-                node_starts = np.zeros(0, np.int64)
-                node_with_pairs = np.zeros(0, np.int64)
+                    adj[a][b] = n_edges
+                    adj[b][a] = n_edges
+                    fills[i] = n_edges
+                    n_edges += 1
+                elim.append((i, nbrs))
+            picked_set = set(picked)
+            active = [i for i in active if i not in picked_set]
+            raw.append((elim, fills))
+        self.n_edges = n_edges
+        self._layout(raw)
+
+    def _layout(self, raw) -> None:
+        """Elimination-order positions, pair slots and index arrays for the numeric phase.
+
+        Within a round: nodes with two neighbours, then one, then none (so that the pairs align with pivot
+        slices); the first pair of a node is the neighbour eliminated first (it consumes the fill edge).
+        Nodes are further sorted by the kind and joint of their first pair, so that the initial edge blocks
+        written every iteration form long runs of consecutive slots. A node's first pair depends on the
+        order of later rounds, so rounds are laid out last to first.
+        """
+        n, nf = self.n_nodes, self.n_free
+        ne, na = self.n_initial_edges, self.edge_a_joint.size
+        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint)).tolist()
+        pos = np.empty(n, np.int64)
+        starts = np.concatenate(([0], np.cumsum([len(elim) for elim, _ in raw])))
+        oriented = [None] * len(raw)
+        for r in range(len(raw) - 1, -1, -1):
+            items = []
+            for i, nb in raw[r][0]:
+                if len(nb) == 2 and pos[nb[1][0]] < pos[nb[0][0]]:
+                    nb = nb[::-1]                         # first pair: the neighbour eliminated first
+                e = nb[0][1] if nb else -1
+                kind = (4 if e < 0 or e >= ne else 2 * (e >= na) + (i < nf))
+                items.append(((-len(nb), kind, side_joint[e] if 0 <= e < ne else 0), i, nb))
+            items.sort(key=lambda t: t[0])
+            oriented[r] = [(i, nb) for _, i, nb in items]
+            pos[[i for _, i, _ in items]] = starts[r] + np.arange(len(items))
+        self.order = np.empty(n, np.int64)                  # node id at each elimination position
+        self.order[pos] = np.arange(n)
+        self.position = pos                                 # elimination position of each node id
+        edge_slot = np.empty(self.n_edges, np.int64)
+        edge_node = np.empty(self.n_edges, np.int64)        # node that consumes the edge (eliminated first)
+        rounds = []
+        pair_start = 0
+        for r, (_, fills) in enumerate(raw):
+            elim = oriented[r]
+            k = len(elim)
+            start = int(starts[r])
+            k1 = sum(len(nb) >= 1 for _, nb in elim)
+            k2 = sum(len(nb) == 2 for _, nb in elim)
+            first = [(i, nb[0]) for i, nb in elim if nb]
+            second = [(i, nb[1]) for i, nb in elim if len(nb) == 2]
+            pairs = first + second
+            slots = pair_start + np.arange(len(pairs))
+            for s, (i, (a, e)) in zip(slots.tolist(), pairs):
+                edge_slot[e] = s
+                edge_node[e] = i
+            fill_edges = [fills[i] for i, _ in first[:k2]]
+            pair_nbr = pos[np.asarray([a for _, (a, _) in pairs], dtype=np.int64)] if pairs else np.zeros(0, np.int64)
             rounds.append(_Round(
-                elim=np.asarray(picked, dtype=np.int64),
-                sign=np.where(np.asarray(picked, dtype=np.int64) < self.n_free, 1.0, -1.0), pair_local=pair_local_a, pair_nbr=pair_nbr_a,
-                pair_edge=np.asarray(pair_edge, dtype=np.int64), pair_trans=np.asarray(pair_trans, dtype=bool),
-                nbr_order=order, nbr_unique=sorted_nbr[starts], nbr_starts=starts,
-                nbr_distinct=bool(starts.size == sorted_nbr.size),
-                node_with_pairs=node_with_pairs, node_starts=node_starts,
-                fill_a=np.asarray(fill_a, dtype=np.int64), fill_b=np.asarray(fill_b, dtype=np.int64),
-                fill_edge=np.asarray(fill_edge, dtype=np.int64)))
+                start=start, stop=start + k, k1=k1, k2=k2, pair_start=pair_start,
+                pair_stop=pair_start + len(pairs),
+                pair_nbr=pair_nbr, fill_dest=np.asarray(fill_edges, dtype=np.int64)))
+            pair_start += len(pairs)
+        for rd in rounds:                                 # fill edges are consumed in later rounds
+            rd.fill_dest = edge_slot[rd.fill_dest] if rd.fill_dest.size else rd.fill_dest
         self.rounds = rounds
-        self.n_edges = len(edge_row)
-        self._D = np.zeros((n, 6, 6))
-        self._E = np.zeros((self.n_edges, 6, 6))
-        self._Dinv = [None] * len(rounds)
-        self._W = [None] * len(rounds)
+        self.n_pairs = pair_start
+        # Updates are pulled, not scattered: the pivots of a round are the initial diagonal minus the sum of the
+        # updates of all earlier pairs pointing at them, one sparse (k × pairs) product per round.
+        if pair_start:
+            nbr = np.concatenate([rd.pair_nbr for rd in rounds])
+            starts = np.asarray([rd.start for rd in rounds])
+            owner = np.searchsorted(starts, nbr, side="right") - 1
+            by_round = np.argsort(owner, kind="stable")
+            bounds = np.searchsorted(owner[by_round], np.arange(len(rounds) + 1))
+            for r, rd in enumerate(rounds):
+                pairs = by_round[bounds[r]:bounds[r + 1]]
+                if pairs.size:
+                    rd.incoming = csr_matrix((np.ones(pairs.size), (nbr[pairs] - rd.start, pairs)),
+                                             shape=(rd.stop - rd.start, pair_start))
+                    rd.incoming.sort_indices()
+                    rd.incoming_negated = -rd.incoming
+        # initial edges: stored as J (consumed by the joint: −H[j, s] = J_s) or Jᵀ (consumed by the segment);
+        # per kind (a/b side × consumed by joint/segment): runs of consecutive slots (slices) and the rest
+        by_seg = edge_node[:ne] < nf
+        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint))
+        is_a = np.arange(ne) < na
+        plan = []
+        for side in (is_a, ~is_a):
+            for consumed_by_segment in (False, True):
+                sel = np.flatnonzero(side & (by_seg == consumed_by_segment))
+                sel = sel[np.argsort(edge_slot[sel])]
+                plan.append((side_joint[sel], edge_slot[sel], consumed_by_segment, _runs(edge_slot[sel], side_joint[sel])))
+        self._init_plan = plan
+        self._sign = np.where(self.order < nf, 1.0, -1.0)
+        self._seg_pos = pos[:nf]
+        self._joint_pos = pos[nf:]
+        self._Dinv = np.zeros((n, 6, 6))
+        self._dinv_diag = np.zeros((n, 6))
+        self._diag = np.zeros((n, 6))
+        self._G = np.zeros((self.n_pairs, 6, 6))    # −H[node, nbr] per pair slot: the Jacobian blocks as given
+        self._V = np.zeros((self.n_pairs, 6, 6))    # D⁻¹ G
+        self._U = np.zeros((self.n_pairs, 36))      # Gᵀ D⁻¹ G = H[a,i] D_i⁻¹ H[i,a], subtracted from D_a
+        self._C = np.zeros((self.n_pairs, 6))       # forward-substitution contributions
+        self._blocks_ready = False                  # constant blocks of the initial edges in G (factor_blocks)
         self.factored = False
 
     @staticmethod
@@ -199,68 +303,110 @@ class TreeKKT:
         return True
 
     # ---------------------------------------------------------------- numeric phase (every Newton iteration)
-    def factor(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray,
-               jac_a: np.ndarray, jac_b: np.ndarray) -> None:
+    def factor(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, jac_a: np.ndarray,
+               jac_b: np.ndarray, jac_a_t: np.ndarray | None = None, jac_b_t: np.ndarray | None = None) -> None:
         """Factor H for the current Jacobians.
 
         ``seg_mass_diag`` (n_free, 6): diag(m, m, m, I1, I2, I3); ``joint_compliance`` (m, 6): diag(α̃);
-        ``jac_a``/``jac_b`` (m, 6, 6): the constraint Jacobians w.r.t. the a- and b-side segments.
+        ``jac_a``/``jac_b`` (m, 6, 6): the constraint Jacobians w.r.t. the a- and b-side segments;
+        ``jac_a_t``/``jac_b_t``: optionally the same transposed (contiguous), saving a transpose here.
         """
-        D, E = self._D, self._E
-        nf = self.n_free
-        D.fill(0.0)
-        idx = np.arange(6)
-        D[:nf, idx, idx] = seg_mass_diag
-        D[nf:, idx, idx] = -joint_compliance
-        na = self.edge_a_joint.size
-        E[:na] = -np.swapaxes(jac_a[self.edge_a_joint], 1, 2)
-        E[na:self.n_initial_edges] = -np.swapaxes(jac_b[self.edge_b_joint], 1, 2)
-        for k, rd in enumerate(self.rounds):
-            dinv = inv_definite(D[rd.elim], rd.sign)
-            self._Dinv[k] = dinv
-            if rd.pair_nbr.size == 0:
-                self._W[k] = None
-                continue
-            h = E[rd.pair_edge]                       # stored blocks
-            h[rd.pair_trans] = np.swapaxes(h[rd.pair_trans], 1, 2)   # now H[nbr, node]
-            w = h @ dinv[rd.pair_local]               # H[a,i] D_i⁻¹
-            self._W[k] = w
-            upd = w @ np.swapaxes(h, 1, 2)            # H[a,i] D_i⁻¹ H[i,a]
-            if rd.nbr_distinct:
-                D[rd.pair_nbr] -= upd
+        G = self._G
+        for (joints, slots, transposed, _), jac, jac_t in zip(self._init_plan, (jac_a, jac_a, jac_b, jac_b),
+                                                              (None, jac_a_t, None, jac_b_t)):
+            if slots.size:
+                if not transposed:
+                    G[slots] = jac[joints]
+                elif jac_t is not None:
+                    G[slots] = jac_t[joints]
+                else:
+                    G[slots] = np.swapaxes(jac[joints], 1, 2)
+        self._blocks_ready = False
+        self._factor(seg_mass_diag, joint_compliance)
+
+    def factor_blocks(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, rot_a: np.ndarray,
+                      rot_b: np.ndarray) -> None:
+        """:meth:`factor` for Jacobians of the Eq. 23 form, given by their rotation columns ``rot_a``,
+        ``rot_b`` (m, 6, 3) = ``J[:, :, 3:]``: the translation columns are the constants ``[±I; 0]`` (+ for
+        the a side, − for the b side), kept in the edge storage, so per iteration only the rotation
+        columns are written, mostly through slices."""
+        G = self._G
+        if not self._blocks_ready:
+            for (joints, slots, transposed, _), sign in zip(self._init_plan, (1.0, 1.0, -1.0, -1.0)):
+                G[slots] = 0.0
+                G[slots, :3, :3] = sign * np.eye(3)
+            self._blocks_ready = True
+        for (_, _, transposed, (runs, (slots, joints))), rot in zip(self._init_plan, (rot_a, rot_a, rot_b, rot_b)):
+            if transposed:      # Jᵀ rows 3–5 are the rotation columns, transposed
+                for sl, j in runs:
+                    G[sl, 3:, :] = np.swapaxes(rot[j], 1, 2)
+                if slots.size:
+                    G[slots, 3:, :] = np.swapaxes(rot[joints], 1, 2)
             else:
-                D[rd.nbr_unique] -= np.add.reduceat(upd[rd.nbr_order], rd.nbr_starts, axis=0)
-            if rd.fill_edge.size:
-                E[rd.fill_edge] = -(w[rd.fill_a] @ np.swapaxes(h[rd.fill_b], 1, 2))
+                for sl, j in runs:
+                    G[sl, :, 3:] = rot[j]
+                if slots.size:
+                    G[slots, :, 3:] = rot[joints]
+        self._factor(seg_mass_diag, joint_compliance)
+
+    def _factor(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray) -> None:
+        """Block LDLᵀ over the rounds, with the initial edge blocks already in ``G``."""
+        G, V, U = self._G, self._V, self._U
+        diag = self._diag
+        diag[self._seg_pos] = seg_mass_diag
+        diag[self._joint_pos] = -joint_compliance
+        for rd in self.rounds:
+            s, e, k1, k2, ps, pe = rd.start, rd.stop, rd.k1, rd.k2, rd.pair_start, rd.pair_stop
+            if rd.incoming is None:          # pivots are still diag(M) or −α̃
+                dd = np.divide(1.0, diag[s:e], out=self._dinv_diag[s:e])
+                np.multiply(G[ps:ps + k1], dd[:k1, :, None], out=V[ps:ps + k1])
+                np.multiply(G[ps + k1:pe], dd[:k2, :, None], out=V[ps + k1:pe])
+            else:
+                d = np.zeros((e - s, 36))
+                _accumulate(rd.incoming_negated, U, d)
+                d[:, ::7] += diag[s:e]
+                dinv = inv_definite(d.reshape(-1, 6, 6), self._sign[s:e], out=self._Dinv[s:e])
+                np.matmul(dinv[:k1], G[ps:ps + k1], out=V[ps:ps + k1])
+                np.matmul(dinv[:k2], G[ps + k1:pe], out=V[ps + k1:pe])
+            if pe == ps:
+                continue
+            g = np.swapaxes(G[ps:pe], 1, 2)
+            np.matmul(g, V[ps:pe], out=U[ps:pe].reshape(-1, 6, 6))       # H[a,i] D_i⁻¹ H[i,a]
+            if k2:                                                      # fill −H[a,b] = H[a,i] D_i⁻¹ H[i,b]
+                G[rd.fill_dest] = np.matmul(g[:k2], V[ps + k1:ps + k1 + k2])
         self.factored = True
 
     def solve(self, rhs_seg: np.ndarray | None, rhs_joint: np.ndarray):
         """Solve ``H z = r`` for the last factorisation; returns (segment part (n_free, 6), joint part (m, 6))."""
         if not self.factored:
             raise RuntimeError("TreeKKT.solve called before factor")
+        G, V, C = self._G, self._V, self._C
         z = np.zeros((self.n_nodes, 6))
         if rhs_seg is not None:
-            z[: self.n_free] = rhs_seg
-        z[self.n_free:] = rhs_joint
-        for k, rd in enumerate(self.rounds):
-            ri = z[rd.elim]
-            z[rd.elim] = (self._Dinv[k] @ ri[:, :, None])[:, :, 0]
-            w = self._W[k]
-            if w is not None:
-                contrib = (w @ ri[rd.pair_local][:, :, None])[:, :, 0]
-                if rd.nbr_distinct:
-                    z[rd.pair_nbr] -= contrib
-                else:
-                    z[rd.nbr_unique] -= np.add.reduceat(contrib[rd.nbr_order], rd.nbr_starts, axis=0)
-        for k in range(len(self.rounds) - 1, -1, -1):
-            rd = self.rounds[k]
-            w = self._W[k]
-            if w is None:
+            z[self._seg_pos] = rhs_seg
+        z[self._joint_pos] = rhs_joint
+        for rd in self.rounds:
+            s, e, ps, pe = rd.start, rd.stop, rd.pair_start, rd.pair_stop
+            r = z[s:e]
+            if rd.incoming is not None:      # r_i −= Σ H[i,c] D_c⁻¹ r_c over earlier neighbours c
+                _accumulate(rd.incoming, C, r)
+            if rd.incoming is None:
+                r *= self._dinv_diag[s:e]
+            else:
+                r[:] = np.einsum("kij,kj->ki", self._Dinv[s:e], r)
+            k1, k2 = rd.k1, rd.k2
+            if k1:           # C = rᵢᵀ G per pair (the pairs of node i: slot ps + i and, if any, ps + k1 + i)
+                np.matmul(r[:k1, None, :], G[ps:ps + k1], out=C[ps:ps + k1, None, :])
+            if k2:
+                np.matmul(r[:k2, None, :], G[ps + k1:pe], out=C[ps + k1:pe, None, :])
+        for rd in reversed(self.rounds):
+            s, k1, k2, ps, pe = rd.start, rd.k1, rd.k2, rd.pair_start, rd.pair_stop
+            if pe == ps:
                 continue
-            t = (np.swapaxes(w, 1, 2) @ z[rd.pair_nbr][:, :, None])[:, :, 0]   # D_i⁻¹ H[i,a] z_a
-            sums = np.add.reduceat(t, rd.node_starts, axis=0)
-            z[rd.elim[rd.node_with_pairs]] -= sums
-        return z[: self.n_free], z[self.n_free:]
+            t = np.einsum("kij,kj->ki", V[ps:pe], z[rd.pair_nbr])   # −D_i⁻¹ H[i,a] z_a
+            z[s:s + k1] += t[:k1]
+            z[s:s + k2] += t[k1:]
+        return z[self._seg_pos], z[self._joint_pos]
 
     @property
     def n_rounds(self) -> int:

@@ -47,6 +47,8 @@ def _section_radii(name: str, value, count: int) -> np.ndarray:
 
 
 def _require_positive(name: str, arr: np.ndarray) -> None:
+    if arr.size == 0:
+        return
     flat = arr.reshape(arr.shape[0], -1)
     bad = np.argwhere(~(flat > 0.0))
     if bad.size:
@@ -72,14 +74,21 @@ class RodModel:
 
     Segment arrays (n segments): ``positions`` (n, 3) centre of mass [m], ``orientations`` (n, 4)
     unit quaternions (w, x, y, z), ``lengths`` (n,) [m], ``radii`` (n, 2) cross-section semi-axes [m],
-    ``densities`` (n,) [kg/m³], ``pinned`` (n,) bool (kinematic: infinite mass).
+    ``densities`` (n,) [kg/m³], ``pinned`` (n,) bool (kinematic: infinite mass), ``leaf`` (n,) bool:
+    the segment is a leaf, a thin rectangular plate (local +z stem → tip over ``lengths``, width
+    2·radii[:, 0] along local x, thickness 2·radii[:, 1] along local y, the plate normal) instead of
+    a cylinder; ``plate_area`` (n,) [m²] its area 2a·l (0 for rod segments).
 
-    Joint arrays (m joints, parent → child): ``joint_parent``/``joint_child`` (m,) segment indices,
+    Joint arrays (m tree joints, parent → child): ``joint_parent``/``joint_child`` (m,) segment indices,
     ``joint_point_parent``/``joint_point_child`` (m, 3) attachment points in each segment's local
     frame [m], ``joint_radii`` (m, 2) [m] for the bending/twisting stiffness, ``youngs_modulus`` and
     ``torsion_modulus`` (m,) [Pa], ``joint_lengths`` (m,) [m] (the Darboux discretisation length l of
     Eq. 7; default: the mean of the two segment lengths) and ``stretch_compliance`` (m,) [m/N].
     The rest Darboux quaternion ``q̄_parent⁰ q_child⁰`` of every joint is taken from the initial pose.
+    ``joint_input_index`` (m,) is each tree joint's index in the arrays given to :meth:`from_arrays`;
+    joints that close a cycle among free segments are not tree joints but ``loops``, a
+    :class:`JointSet` of loop-closing constraints (Deul §4.2), solved by Gauss–Seidel between the
+    direct solves.
     """
 
     positions: np.ndarray
@@ -97,7 +106,11 @@ class RodModel:
     torsion_modulus: np.ndarray
     joint_lengths: np.ndarray
     stretch_compliance: np.ndarray
+    leaf: np.ndarray = None
+    loops: "JointSet" = None
+    joint_input_index: np.ndarray = None
     # derived
+    plate_area: np.ndarray = field(init=False)
     masses: np.ndarray = field(init=False)
     inertia: np.ndarray = field(init=False)
     rest_darboux: np.ndarray = field(init=False)
@@ -122,12 +135,16 @@ class RodModel:
         joint_lengths=None,
         stretch_compliance=DEFAULT_STRETCH_COMPLIANCE,
         pinned=None,
+        leaf=None,
     ) -> "RodModel":
         """Build and validate a model from segment and joint arrays (broadcasting scalars).
 
         Radii: a scalar or one value per segment (circular), or semi-axes (a, b) as shape (n, 2). Joint radii
         default to the mean of the two segments' radii. ``torsion_modulus`` defaults to
-        ``E / (2 (1 + ν))`` with ν = 0.3. Raises ``ValueError`` naming the offending item.
+        ``E / (2 (1 + ν))`` with ν = 0.3. ``leaf``: optional (n,) bool, leaf plates (see the class).
+        A joint that closes a cycle among free segments (a ring, a segment welded to two parents of one
+        tree) becomes a loop-closing constraint in ``loops``; the first joints in input order form the tree.
+        Raises ``ValueError`` naming the offending item.
         """
         positions = np.asarray(positions, dtype=float)
         if positions.ndim != 2 or positions.shape[1] != 3 or positions.shape[0] == 0:
@@ -147,6 +164,7 @@ class RodModel:
         densities = _as_array("densities", densities, (), n)
         _require_positive("densities", densities)
         pinned = np.zeros(n, bool) if pinned is None else _as_array("pinned", pinned, (), n, dtype=bool)
+        leaf = np.zeros(n, bool) if leaf is None else _as_array("leaf", leaf, (), n, dtype=bool)
 
         jp = np.asarray(joint_parent, dtype=np.int64).reshape(-1)
         jc = np.asarray(joint_child, dtype=np.int64).reshape(-1)
@@ -191,24 +209,37 @@ class RodModel:
         stretch_compliance = _as_array("stretch_compliance", stretch_compliance, (), m)
         _require_positive("stretch_compliance", stretch_compliance)
 
-        model = cls(positions, orientations, lengths, radii, densities, pinned, jp, jc,
-                    joint_point_parent, joint_point_child, joint_radii, youngs_modulus,
-                    torsion_modulus, joint_lengths, stretch_compliance)
-        model._check_forest()
-        return model
+        joints = dict(joint_parent=jp, joint_child=jc, joint_point_parent=joint_point_parent,
+                      joint_point_child=joint_point_child, joint_radii=joint_radii, youngs_modulus=youngs_modulus,
+                      torsion_modulus=torsion_modulus, joint_lengths=joint_lengths,
+                      stretch_compliance=stretch_compliance)
+        loop = _loop_closing_joints(n, pinned, jp, jc)
+        loops = JointSet(orientations, np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
+        return cls(positions, orientations, lengths, radii, densities, pinned,
+                   **{k: v[~loop] for k, v in joints.items()},
+                   leaf=leaf, loops=loops, joint_input_index=np.flatnonzero(~loop))
 
     def __post_init__(self):
+        n = self.n_segments
+        if self.leaf is None:
+            self.leaf = np.zeros(n, bool)
+        if self.joint_input_index is None:
+            self.joint_input_index = np.arange(self.joint_parent.shape[0])
+        if self.loops is None:
+            self.loops = JointSet.empty(self.orientations)
         a, b = self.radii[:, 0], self.radii[:, 1]
         l = self.lengths
-        self.masses = self.densities * np.pi * a * b * l
-        # Solid elliptic cylinder about its centre of mass, body axes (d1, d2, d3): the cross-section
-        # terms ρ·l·(I1, I2, J) of Deul Eq. 28 plus m·l²/12 about the two transverse axes.
+        # Solid elliptic cylinder (area π a b) or, for a leaf, a rectangular plate (area 2a · 2b), about
+        # its centre of mass, body axes (d1, d2, d3): cross-section terms ρ·l·(I1, I2, J) of Deul Eq. 28
+        # (π a b³/4 … for the ellipse, (2a)(2b)³/12 … for the rectangle) plus m·l²/12 about d1 and d2.
+        self.masses = self.densities * np.where(self.leaf, 4.0, np.pi) * a * b * l
+        self.plate_area = np.where(self.leaf, 2.0 * a * l, 0.0)
+        k = np.where(self.leaf, 1.0 / 3.0, 1.0 / 4.0)
         m = self.masses
-        self.inertia = np.stack((m * (b**2 / 4 + l**2 / 12), m * (a**2 / 4 + l**2 / 12), m * (a**2 + b**2) / 4), axis=1)
-        i1, i2, j = cross_section_moments(self.joint_radii)
-        # K = diag(E I1, E I2, G J) of Deul Eq. 5 (N·m²).
-        self.bend_twist_stiffness = np.stack((self.youngs_modulus * i1, self.youngs_modulus * i2, self.torsion_modulus * j), axis=1)
-        self.rest_darboux = quat.multiply(quat.conjugate(self.orientations[self.joint_parent]), self.orientations[self.joint_child])
+        self.inertia = np.stack((m * (k * b**2 + l**2 / 12), m * (k * a**2 + l**2 / 12), m * k * (a**2 + b**2)), axis=1)
+        self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
+            self.orientations, self.joint_parent, self.joint_child, self.joint_radii, self.youngs_modulus,
+            self.torsion_modulus)
 
     # ------------------------------------------------------------------ topology
     @property
@@ -219,56 +250,108 @@ class RodModel:
     def n_joints(self) -> int:
         return int(self.joint_parent.shape[0])
 
-    def _check_forest(self) -> None:
-        """Joints among free segments must form a forest; name the first joint that closes a cycle.
-
-        Pinned segments are not nodes of the KKT system (their rows vanish), so a free rod hanging
-        between two pinned segments is still a tree for the direct solver.
-        """
-        free = ~self.pinned
-        both = free[self.joint_parent] & free[self.joint_child]
-        n = self.n_segments
-        if not np.any(both):
-            return
-        p, c = self.joint_parent[both], self.joint_child[both]
-        graph = coo_matrix((np.ones(p.size), (p, c)), shape=(n, n))
-        n_comp, _ = connected_components(graph, directed=False)
-        if p.size == n - n_comp and not _has_duplicate_pairs(p, c):
-            return
-        parent = list(range(n))
-
-        def find(i):
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for j in np.flatnonzero(both):
-            ra, rb = find(int(self.joint_parent[j])), find(int(self.joint_child[j]))
-            if ra == rb:
-                raise ValueError(
-                    f"joint {int(j)} ({int(self.joint_parent[j])} → {int(self.joint_child[j])}) closes a cycle: "
-                    "the joints must form a forest (loops are loop-closing constraints, not joints)")
-            parent[ra] = rb
+    def input_joint_arrays(self) -> dict:
+        """The joint arrays in input order (tree joints and loop-closing constraints together), keyed by
+        the :meth:`from_arrays` argument names."""
+        m = self.n_joints + self.loops.n_joints
+        out = {}
+        for name in JOINT_FIELDS:
+            tree, loop = getattr(self, name), getattr(self.loops, name)
+            merged = np.empty((m,) + tree.shape[1:], tree.dtype)
+            merged[self.joint_input_index] = tree
+            merged[self.loops.input_index] = loop
+            out[name] = merged
+        return out
 
     def copy_with(self, **changes) -> "RodModel":
-        """A new validated model with some constructor arrays replaced."""
-        fields = dict(
-            positions=self.positions, orientations=self.orientations, lengths=self.lengths, radii=self.radii,
-            densities=self.densities, pinned=self.pinned, joint_parent=self.joint_parent,
-            joint_child=self.joint_child, joint_point_parent=self.joint_point_parent,
-            joint_point_child=self.joint_point_child, joint_radii=self.joint_radii,
-            youngs_modulus=self.youngs_modulus, torsion_modulus=self.torsion_modulus,
-            joint_lengths=self.joint_lengths, stretch_compliance=self.stretch_compliance)
+        """A new validated model with some constructor arrays replaced (joint arrays in input order,
+        tree joints and loop-closing constraints together, as given to :meth:`from_arrays`)."""
+        fields = dict(positions=self.positions, orientations=self.orientations, lengths=self.lengths,
+                      radii=self.radii, densities=self.densities, pinned=self.pinned, leaf=self.leaf,
+                      **self.input_joint_arrays())
         fields.update(changes)
         pos = fields.pop("positions"); ori = fields.pop("orientations"); ln = fields.pop("lengths")
         rad = fields.pop("radii"); den = fields.pop("densities")
         return RodModel.from_arrays(pos, ori, ln, rad, den, **fields)
 
 
-def _has_duplicate_pairs(p: np.ndarray, c: np.ndarray) -> bool:
-    pairs = np.sort(np.stack((p, c), axis=1), axis=1)
-    return np.unique(pairs, axis=0).shape[0] != pairs.shape[0]
+JOINT_FIELDS = ("joint_parent", "joint_child", "joint_point_parent", "joint_point_child", "joint_radii",
+                "youngs_modulus", "torsion_modulus", "joint_lengths", "stretch_compliance")
+
+
+def _joint_stiffness_and_rest(orientations, parent, child, joint_radii, youngs_modulus, torsion_modulus):
+    """``K = diag(E I1, E I2, G J)`` of Deul Eq. 5 [N·m²] and the rest Darboux quaternion ``q̄_p⁰ q_c⁰``."""
+    i1, i2, j = cross_section_moments(joint_radii)
+    stiffness = np.stack((youngs_modulus * i1, youngs_modulus * i2, torsion_modulus * j), axis=1)
+    return stiffness, quat.multiply(quat.conjugate(orientations[parent]), orientations[child])
+
+
+class JointSet:
+    """Joints kept out of the tree: the loop-closing constraints of Deul §4.2 (same 6-D constraint,
+    Eq. 23). It has the joint arrays (``JOINT_FIELDS``) and derived ``rest_darboux``/``bend_twist_stiffness``
+    under the names :class:`RodModel` uses, so :func:`joint_constraint.evaluate`,
+    :func:`joint_constraint.compliance` and :func:`gauss_seidel.gauss_seidel_iteration` take it in place
+    of a model. ``input_index`` (k,): each joint's index in the joint arrays given to
+    :meth:`RodModel.from_arrays`; ``orientations``: the model's initial segment orientations."""
+
+    def __init__(self, orientations: np.ndarray, input_index: np.ndarray, **joints):
+        self.input_index = input_index
+        for name in JOINT_FIELDS:
+            setattr(self, name, joints[name])
+        self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
+            orientations, self.joint_parent, self.joint_child, self.joint_radii, self.youngs_modulus,
+            self.torsion_modulus)
+
+    @classmethod
+    def empty(cls, orientations) -> "JointSet":
+        shapes = dict(joint_point_parent=(0, 3), joint_point_child=(0, 3), joint_radii=(0, 2))
+        joints = {name: np.zeros(shapes.get(name, (0,)), np.int64 if name in ("joint_parent", "joint_child") else float)
+                  for name in JOINT_FIELDS}
+        return cls(orientations, np.zeros(0, np.int64), **joints)
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.joint_parent.shape[0])
+
+
+def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: np.ndarray) -> np.ndarray:
+    """Mask of the joints that close a cycle among free segments, in input order (a spanning forest of
+    the earlier joints is the tree). Pinned segments are not unknowns of the KKT system (their rows
+    vanish), so a rope hanging between two pinned segments is still a tree for the direct solver.
+    Two joints between the same two segments are an error: one 6-D joint already fixes their motion."""
+    loop = np.zeros(parent.size, bool)
+    if parent.size == 0:
+        return loop
+    pairs = np.sort(np.stack((parent, child), axis=1), axis=1)
+    _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    dup = np.flatnonzero(first[inverse.reshape(-1)] != np.arange(parent.size))
+    if dup.size:
+        j = int(dup[0])
+        raise ValueError(f"joint {j} ({int(parent[j])} → {int(child[j])}) joins the same two segments as joint "
+                         f"{int(first[inverse.reshape(-1)[j]])}: one 6-D joint already fixes their relative motion")
+    free = ~pinned
+    both = np.flatnonzero(free[parent] & free[child])
+    if both.size == 0:
+        return loop
+    graph = coo_matrix((np.ones(both.size), (parent[both], child[both])), shape=(n, n))
+    n_comp, _ = connected_components(graph, directed=False)
+    if both.size == n - n_comp:
+        return loop          # a forest: the common case, no per-joint pass
+    root = list(range(n))
+
+    def find(i):
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for j in both:           # once per topology (union–find in input order)
+        ra, rb = find(int(parent[j])), find(int(child[j]))
+        if ra == rb:
+            loop[j] = True
+        else:
+            root[ra] = rb
+    return loop
 
 
 def _cumulative_left_product(r: np.ndarray) -> np.ndarray:

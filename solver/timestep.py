@@ -9,7 +9,9 @@ import numpy as np
 from . import joint_constraint
 from . import quaternion as quat
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
+from .kkt_chain import ChainKKT, chain_order
 from .kkt_tree import TreeKKT
+from .loop_closing import LoopClosingConstraints
 from .model import RodModel
 
 ForceField = Callable[["Simulator"], tuple]
@@ -67,6 +69,9 @@ class Simulator:
         self._point_local = np.zeros((0, 3))
         self._point_force = np.zeros((0, 3))
         self.force_fields: list[ForceField] = []
+        # Gauss–Seidel constraint sets alternated with the joint solve (Deul Algorithm 1, lines 10–14):
+        # objects with begin_step(sim), project(sim) -> residual, end_step(sim) (loop closing, contacts).
+        self.gs_constraints: list = [LoopClosingConstraints(model)] if model.loops.n_joints else []
 
         free = ~model.pinned
         self.free_index = np.flatnonzero(free)
@@ -77,7 +82,11 @@ class Simulator:
         mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
         self._mass_diag_free = mass_diag[free]
         self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
-        self._kkt: TreeKKT | None = None
+        self._mass_diag = mass_diag            # M without the implicit drag term (see _implicit_force_damping)
+        self._mass_augmented = False
+        self._kkt: TreeKKT | ChainKKT | None = None
+        self._joint_eval: joint_constraint.JointEvaluator | None = None
+        self._evaluated_pose = None
         self._colours: list[np.ndarray] | None = None
         self.lam = np.zeros((model.n_joints, 6))
         self._step_open = False
@@ -190,19 +199,34 @@ class Simulator:
         return f, t
 
     # ------------------------------------------------------------------ Algorithm 1
+    def _implicit_force_damping(self) -> None:
+        """Linearly implicit velocity-dependent forces (aerodynamic drag, solver/drag.py): a force field with an
+        ``implicit_damping`` array (n, 6) [kg/s world; kg·m²/s body axes], bounding −∂f/∂v after its call, adds
+        Δt times it to this step's mass in the prediction and the KKT solve: (M + Δt D)(v' − v) = Δt f(v) +
+        constraint impulses. Stable for light leaves in strong wind; the static equilibrium is unchanged."""
+        d = [fld.implicit_damping for fld in self.force_fields if getattr(fld, "implicit_damping", None) is not None]
+        if not d and not self._mass_augmented:
+            return
+        md = self._mass_diag + self._dt * np.sum(d, axis=0) if d else self._mass_diag
+        free = ~self.model.pinned
+        self._mass_diag_free = md[free]
+        self._inv_mass_diag = np.where(free[:, None], 1.0 / md, 0.0)
+        self._mass_augmented = bool(d)
+
     def begin_step(self) -> None:
         """Lines 1–4: predict positions and orientations (with the gyroscopic term), λ ← 0."""
         dt = self._dt
         self._saved = (self.positions.copy(), self.orientations.copy(), self.velocities.copy(),
                        self.angular_velocities.copy(), self.time)
         f, t = self.external_loads()
+        self._implicit_force_damping()
         free = ~self.model.pinned
         inv_m = self._inv_mass_diag
         v = self.velocities + dt * f * inv_m[:, :3]
         w = self.angular_velocities
         inertia = self.model.inertia
         torque_body = quat.rotate_inverse(self.orientations, t)
-        w = w + dt * inv_m[:, 3:] * (torque_body - np.cross(w, inertia * w))
+        w = w + dt * inv_m[:, 3:] * (torque_body - quat.cross(w, inertia * w))
         self._x_prev = self.positions.copy()
         self._q_prev = self.orientations.copy()
         x = np.where(free[:, None], self.positions + dt * v, self.positions)
@@ -214,11 +238,25 @@ class Simulator:
         self.positions, self.orientations = x, q
         self.lam = np.zeros((self.model.n_joints, 6))
         self._step_open = True
+        for constraint_set in self.gs_constraints:
+            constraint_set.begin_step(self)
 
     def constraint_residual(self) -> np.ndarray:
         """``C(x) + α̃λ`` per joint (m, 6): −b of Eq. 22."""
-        c = joint_constraint.evaluate(self.model, self.positions, self.orientations, with_jacobians=False)
-        return c + self.alpha_tilde * self.lam
+        return self._joint_values() + self.alpha_tilde * self.lam
+
+    def _joint_values(self) -> np.ndarray:
+        """``C(x)`` (m, 6) from the evaluator kept for the KKT iterations: the residual measured after an
+        iteration is the next iteration's right-hand side, so each pose is evaluated once (a pose changed
+        in place since, e.g. by a Gauss–Seidel set, is detected by comparison and evaluated again)."""
+        if self._joint_eval is None:
+            self._joint_eval = joint_constraint.JointEvaluator(self.model)
+        pose = (np.ascontiguousarray(self.positions, dtype=float).tobytes(),
+                np.ascontiguousarray(self.orientations, dtype=float).tobytes())
+        if pose != self._evaluated_pose:
+            self._joint_eval.values(self.positions, self.orientations)
+            self._evaluated_pose = pose
+        return self._joint_eval._c
 
     def residual(self) -> float:
         """Chebyshev norm ``‖C + α̃λ‖∞`` (0 for a model without joints)."""
@@ -227,29 +265,38 @@ class Simulator:
         return float(np.max(np.abs(self.constraint_residual())))
 
     def iterate(self, solver: str | None = None) -> float:
-        """One solver iteration (lines 6–9 for ``"kkt"``, Eq. 21 sweep for ``"gs"``); returns the new residual."""
+        """One solver iteration: the tree joints (lines 6–9 for ``"kkt"``, an Eq. 21 sweep for ``"gs"``), then one
+        Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). Returns the iteration's residual:
+        the max of the joints' ``‖C + α̃λ‖∞`` after the iteration and of the residuals the sets report."""
         solver = self._solver if solver is None else solver
-        if self.model.n_joints == 0:
-            return 0.0
-        if solver == "kkt":
+        if solver not in ("kkt", "gs"):
+            raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
+        if self.model.n_joints and solver == "kkt":
             self._kkt_iteration()
-        elif solver == "gs":
+        elif self.model.n_joints:
             if self._colours is None:
                 self._colours = colour_joints(self._seg_a, self._seg_b)
             gauss_seidel_iteration(self.model, self.positions, self.orientations, self.lam,
                                    self.alpha_tilde, self._inv_mass_diag, self._colours)
-        else:
-            raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
-        return self.residual()
+        set_residual = 0.0
+        for constraint_set in self.gs_constraints:
+            set_residual = max(set_residual, float(constraint_set.project(self)))
+        return max(self.residual(), set_residual)
 
     def _kkt_iteration(self) -> None:
-        if self._kkt is None:
-            self._kkt = TreeKKT(self.free_index.size, self._seg_a, self._seg_b)
-        c, j_p, j_c = joint_constraint.evaluate(self.model, self.positions, self.orientations)
-        at = self.alpha_tilde
-        self._kkt.factor(self._mass_diag_free, at, j_p, j_c)
-        dx, dlam = self._kkt.solve(None, c + at * self.lam)   # Eq. 22: H (Δx, Δλ) = (0, −b)
+        if self._kkt is None:   # rods and ropes: banded joint-space Cholesky; any other forest: tree contraction
+            n_free = self.free_index.size
+            chains = chain_order(n_free, self._seg_a, self._seg_b) is not None
+            self._kkt = (ChainKKT if chains else TreeKKT)(n_free, self._seg_a, self._seg_b)
+        rhs = self._joint_values() + self.alpha_tilde * self.lam
+        if isinstance(self._kkt, TreeKKT):
+            self._kkt.factor_blocks(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.rotation_columns())
+        else:
+            self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.jacobians())
+        dx, dlam = self._kkt.solve(None, rhs)   # Eq. 22: H (Δx, Δλ) = (0, −b)
         f = self.free_index
+        if f.size and f[-1] - f[0] + 1 == f.size:     # free segments contiguous (e.g. one anchor first or last)
+            f = slice(int(f[0]), int(f[-1]) + 1)      # update in place instead of gathering and scattering
         self.positions[f] += dx[:, :3]
         self.orientations[f] = quat.integrate_body(self.orientations[f], dx[:, 3:])
         self.lam += dlam
@@ -264,16 +311,20 @@ class Simulator:
             v *= decay
             w *= decay
         state = (self.positions, self.orientations, v, w)
-        finite = np.ones(self.model.n_segments, bool)
-        for arr in state:
-            finite &= np.all(np.isfinite(arr), axis=1)
-        if not np.all(finite):
-            bad = int(np.flatnonzero(~finite)[0])
-            self._restore()
-            raise NonFiniteStateError(
-                f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
-                "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)")
+        # one sum per array is a cheap test (NaN and inf propagate); only a failed test looks for the segment
+        if not np.isfinite(sum(float(np.sum(arr)) for arr in state)):
+            finite = np.ones(self.model.n_segments, bool)
+            for arr in state:
+                finite &= np.all(np.isfinite(arr), axis=1)
+            if not np.all(finite):
+                bad = int(np.flatnonzero(~finite)[0])
+                self._restore()
+                raise NonFiniteStateError(
+                    f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
+                    "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)")
         self.velocities, self.angular_velocities = v, w
+        for constraint_set in self.gs_constraints:   # velocity corrections (friction, restitution); time = step start
+            constraint_set.end_step(self)
         self.time = self.time + dt
         self._step_open = False
 
@@ -288,7 +339,9 @@ class Simulator:
         try:
             iterations = 0
             res = self.residual()
-            while np.isfinite(res) and res > self._tolerance and iterations < self._max_iterations:
+            # a Gauss–Seidel set's residual is only known from its sweep: then iterate at least once
+            while (np.isfinite(res) and res > self._tolerance or (iterations == 0 and self.gs_constraints)) \
+                    and iterations < self._max_iterations:
                 res = self.iterate()
                 iterations += 1
         except (np.linalg.LinAlgError, FloatingPointError) as exc:

@@ -172,3 +172,79 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
         youngs_modulus=youngs_modulus, torsion_modulus=torsion_modulus,
         stretch_compliance=stretch_compliance, pinned=cat(pinned))
     return model, BranchMap(span_segment, parent_of, np.asarray(anchors, dtype=np.int64))
+
+
+def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal, length, width, parent,
+                  thickness: float = 5e-4, density: float = 1000.0, youngs_modulus: float = 1.2e9,
+                  torsion_modulus: float = 0.6e9):
+    """Add one rigid leaf segment per leaf (Deul §5: every leaf a segment, E = 1.2 GPa, G = 0.6 GPa).
+
+    Per leaf (L of them): ``stem`` (L, 3) [m] the stem point, where the leaf is welded to the segment
+    of ``parent`` (L, 2) = (branch, span) (``branch_map`` of :func:`tree_from_branches`); ``axis``
+    (L, 3) stem → tip and ``normal`` (L, 3) the blade normal (made orthogonal to the axis); ``length``
+    and ``width`` (L,) [m]. A leaf is a thin plate (``model.leaf``): local +z along ``axis`` over
+    ``length``, width along local x, ``thickness`` [m] along local y = the normal; ``density``
+    [kg/m³]; moduli [Pa]. Its joint bends and twists the blade section (semi-axes width/2,
+    thickness/2) over half the leaf length. The model's twist stiffness is G·(I1 + I2) (Eq. 6), which
+    for a thin blade is ≈ (a/b)² too stiff, so the joint's torsion modulus is scaled by the
+    Saint-Venant ratio J/(I1 + I2) with J = π a³b³/(a² + b²) of an elliptic section.
+    Returns the new :class:`RodModel` and the leaf segment indices (L,).
+    """
+    stem = np.asarray(stem, float).reshape(-1, 3)
+    count = stem.shape[0]
+    axis = np.broadcast_to(np.asarray(axis, float), (count, 3))
+    normal = np.broadcast_to(np.asarray(normal, float), (count, 3))
+    length = np.broadcast_to(np.asarray(length, float), (count,))
+    width = np.broadcast_to(np.asarray(width, float), (count,))
+    parent = np.asarray(parent, np.int64).reshape(-1, 2)
+    for name, arr in (("stem", stem), ("axis", axis), ("normal", normal), ("length", length), ("width", width)):
+        bad = np.flatnonzero(~np.all(np.isfinite(arr.reshape(count, -1)), axis=1))
+        if bad.size:
+            raise ValueError(f"leaf {int(bad[0])}: {name} is not finite")
+    for name, arr in (("length", length), ("width", width)):
+        bad = np.flatnonzero(~(arr > 0))
+        if bad.size:
+            raise ValueError(f"leaf {int(bad[0])}: {name} must be > 0 m, got {float(arr[bad[0]])}")
+    if not thickness > 0:
+        raise ValueError(f"leaf thickness must be > 0 m, got {thickness}")
+    if parent.shape[0] != count:
+        raise ValueError(f"parent: expected one (branch, span) per leaf ({count}), got {parent.shape[0]}")
+    counts = np.array([len(s) for s in branch_map.span_segment])
+    bad = np.flatnonzero((parent[:, 0] < 0) | (parent[:, 0] >= counts.size))
+    if bad.size == 0:
+        bad = np.flatnonzero((parent[:, 1] < 0) | (parent[:, 1] >= counts[parent[:, 0]]))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"leaf {i}: parent span ({int(parent[i, 0])}, {int(parent[i, 1])}) does not exist")
+    z = axis / np.linalg.norm(axis, axis=1, keepdims=True)
+    y = normal - np.sum(normal * z, axis=1, keepdims=True) * z
+    y_len = np.linalg.norm(y, axis=1)
+    bad = np.flatnonzero(~(y_len > 1e-6 * np.linalg.norm(normal, axis=1)))
+    if bad.size:
+        raise ValueError(f"leaf {int(bad[0])}: normal is parallel to the axis (or zero)")
+    y /= y_len[:, None]
+    frame = np.stack((np.cross(y, z), y, z), axis=2)          # columns: local x, y, z in world
+    q = quat.from_matrix(frame)
+
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    flat = np.concatenate(branch_map.span_segment)
+    parent_seg = flat[offsets[parent[:, 0]] + parent[:, 1]]
+    n = model.n_segments
+    leaves = n + np.arange(count)
+    a, b = 0.5 * width, 0.5 * thickness
+    local = quat.rotate_inverse(model.orientations[parent_seg], stem - model.positions[parent_seg])
+    joints = model.input_joint_arrays()
+    child_point = np.zeros((count, 3)); child_point[:, 2] = -0.5 * length
+    new = dict(joint_parent=parent_seg, joint_child=leaves, joint_point_parent=local, joint_point_child=child_point,
+               joint_radii=np.stack((a, np.full(count, b)), axis=1),
+               youngs_modulus=np.full(count, float(youngs_modulus)),
+               torsion_modulus=torsion_modulus * 4.0 * a**2 * b**2 / (a**2 + b**2) ** 2,
+               joint_lengths=0.5 * length, stretch_compliance=np.full(count, DEFAULT_STRETCH_COMPLIANCE))
+    joints = {k: np.concatenate((v, new[k])) for k, v in joints.items()}
+    cat = np.concatenate
+    leaf_model = RodModel.from_arrays(
+        cat((model.positions, stem + 0.5 * length[:, None] * z)), cat((model.orientations, q)),
+        cat((model.lengths, length)), cat((model.radii, np.stack((a, np.full(count, b)), axis=1))),
+        cat((model.densities, np.full(count, float(density)))), pinned=cat((model.pinned, np.zeros(count, bool))),
+        leaf=cat((model.leaf, np.ones(count, bool))), **joints)
+    return leaf_model, leaves

@@ -46,12 +46,13 @@ def test_model_rejects_bad_values_naming_them(kw, words):
     assert words in str(err.value)
 
 
-def test_cycle_is_rejected_naming_the_closing_joint():
+def test_cycle_becomes_a_loop_closing_constraint_and_duplicate_joints_are_rejected():
     pos = np.zeros((3, 3))
-    with pytest.raises(ValueError, match=r"joint 2 \(2 → 0\) closes a cycle"):
-        RodModel.from_arrays(pos, [[1, 0, 0, 0]] * 3, 1.0, 0.05, 1000.0,
-                             joint_parent=[0, 1, 2], joint_child=[1, 2, 0], youngs_modulus=1e9)
-    with pytest.raises(ValueError, match="joint 1 .* closes a cycle"):
+    ring = RodModel.from_arrays(pos, [[1, 0, 0, 0]] * 3, 1.0, 0.05, 1000.0,
+                                joint_parent=[0, 1, 2], joint_child=[1, 2, 0], youngs_modulus=1e9)
+    assert ring.joint_parent.tolist() == [0, 1] and ring.loops.input_index.tolist() == [2]
+    assert (ring.loops.joint_parent.tolist(), ring.loops.joint_child.tolist()) == ([2], [0])
+    with pytest.raises(ValueError, match=r"joint 1 \(1 → 0\) joins the same two segments as joint 0"):
         RodModel.from_arrays(pos[:2], [[1, 0, 0, 0]] * 2, 1.0, 0.05, 1000.0,
                              joint_parent=[0, 1], joint_child=[1, 0], youngs_modulus=1e9)
 

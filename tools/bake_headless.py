@@ -1,7 +1,7 @@
 """Bake a Sapling tree headless, the way a user would script it.
 
 With Debian's Blender 3.4 (legacy add-on zip):
-    blender -b sample_blends/white_birch.blend --python tools/bake_headless.py -- --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --out baked.blend
+    blender -b sample_blends/white_birch.blend --python tools/bake_headless.py -- --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --storm --out baked.blend
 With the bpy module (Blender 4.2+ extension zip):
     python3 tools/bake_headless.py --blend sample_blends/white_birch.blend --zip dist/stiff_rods-0.1.0.zip --frames 1 48 --out baked.blend
 
@@ -24,6 +24,8 @@ def parse():
     ap.add_argument("--zip", help="add-on zip to install if Stiff Rods is not enabled")
     ap.add_argument("--frames", nargs=2, type=int, default=None, metavar=("START", "END"))
     ap.add_argument("--out", required=True, help="where to save the baked .blend")
+    ap.add_argument("--storm", action="store_true",
+                    help="blow the add-on's storm preset (calm → 30 m/s → calm) over the baked frames")
     return ap.parse_args(argv)
 
 
@@ -50,12 +52,16 @@ def main():
     if arm is None:
         raise SystemExit("no armature in the scene: open a Sapling tree made with 'Use Armature'")
     bpy.context.view_layer.objects.active = arm
-    start, end = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end)
+    scene = bpy.context.scene
+    start, end = args.frames or (scene.frame_start, scene.frame_end)
+    if args.storm:
+        scene.frame_start, scene.frame_end = start, end      # the preset spans the scene's range
+        assert bpy.ops.stiff_rods.storm_preset() == {"FINISHED"}
     t0 = time.perf_counter()
     result = bpy.ops.stiff_rods.bake(frame_start=start, frame_end=end)
     seconds = time.perf_counter() - t0
     bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.out))
-    print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end],
+    print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end], "storm": args.storm,
                       "seconds": round(seconds, 2), "action": arm.animation_data.action.name, "out": args.out}))
 
 

@@ -348,4 +348,5 @@ def main():
     print("BAD_INPUT_RESULT " + json.dumps(out))
 
 
-main()
+if __name__ == "__main__":   # also imported by curves_wind.py for its helpers
+    main()

@@ -1,0 +1,125 @@
+"""Scene wind for the solver: Blender's Wind and Turbulence force fields and the add-on's own storm.
+
+Mapping (documented in the README):
+
+* **Wind field** → :class:`solver.wind.WindField`: mean speed [m/s] = Strength × *Field Speed*
+  (scene setting, m/s per unit of strength, default 1), direction = the field object's +Z axis,
+  origin = its location; shape Plane → falloff measured along +Z from the field's plane, shape Point
+  with falloff Sphere/Cone → spherical, Tube → cylindrical; Falloff Power, Min/Max Distance as set;
+  Noise n → gusts with intensity 0.1·n (std/mean); Seed → seed. Flow is ignored: our wind is
+  always an air velocity, drag makes it a force.
+* **Turbulence field** → spatially coherent turbulence with standard deviation Strength × *Field
+  Speed* [m/s] and length scale Size [m], around the field's location with the same falloff.
+* **Storm** (scene setting): calm → peak → calm over frames, gusts and turbulence as fractions of
+  the mean speed, a power-law height profile (exponent 0.143, reference height 10 m above the scene
+  floor z = 0).
+
+Fields are read at every simulated frame when they are animated (strength, noise, transform), so
+keyframed gusts and turning fields work in Simulate and Bake.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..solver import wind as solver_wind
+from ..solver.drag import AerodynamicDrag
+
+GUST_PER_NOISE = 0.1          # gust intensity (std/mean) per unit of a Wind field's Noise
+
+
+def _is_animated(obj) -> bool:
+    while obj is not None:
+        if obj.animation_data is not None and (obj.animation_data.action is not None
+                                               or len(obj.animation_data.drivers)):
+            return True
+        obj = obj.parent
+    return False
+
+
+def _falloff(field) -> dict:
+    if field.shape == "PLANE":
+        kind = "plane"
+    elif field.falloff_type == "TUBE":
+        kind = "tube"
+    else:
+        kind = "sphere"                                  # Sphere, and Cone approximated by a sphere
+    return dict(falloff=kind, falloff_power=float(field.falloff_power),
+                min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
+                max_distance=float(field.distance_max) if field.use_max_distance else math.inf)
+
+
+def _frame_of(obj):
+    m = np.array(obj.matrix_world)
+    z = m[:3, 2]
+    n = np.linalg.norm(z)
+    if not n > 0:
+        raise ValueError(f"Force field '{obj.name}' has a zero scale: its direction (+Z) is undefined")
+    return m[:3, 3].copy(), z / n
+
+
+class SceneWind:
+    """The wind of a scene as one solver wind (``velocity(points, t)``), refreshed frame by frame."""
+
+    def __init__(self, scene, field_objects, storm: bool):
+        self.scene_settings = scene.stiff_rods
+        self.field_objects = field_objects
+        self.use_storm = storm
+        self.animated = any(_is_animated(o) for o in field_objects)
+        self.fields = [None] * len(field_objects)
+        self.storm = None
+        self.wind = solver_wind.WindSum([])
+        self.fps = scene.render.fps / scene.render.fps_base
+
+    @classmethod
+    def from_scene(cls, scene):
+        """The scene's wind, or None when there is none (no drag is added then)."""
+        ss = scene.stiff_rods
+        objs = []
+        if ss.use_force_fields:
+            objs = [o for o in scene.objects
+                    if o.field is not None and o.field.type in {"WIND", "TURBULENCE"}
+                    and not o.hide_viewport and o.field.strength != 0.0]
+        if not objs and not ss.use_storm:
+            return None
+        return cls(scene, objs, ss.use_storm)
+
+    def read(self, scene, frame: int, t: float, first: bool = False) -> None:
+        """Parameters at ``frame`` (the scene is evaluated at that frame), simulation time ``t`` [s]."""
+        ss = self.scene_settings
+        scale = ss.field_speed_scale
+        if first:
+            self.start_frame, self.start_t = frame, t
+        for i, obj in enumerate(self.field_objects):
+            f = obj.field
+            origin, direction = _frame_of(obj)
+            if f.type == "WIND":
+                params = dict(speed=f.strength * scale, direction=direction, origin=origin,
+                              gust_intensity=GUST_PER_NOISE * f.noise, seed=int(f.seed), **_falloff(f))
+            else:
+                params = dict(speed=0.0, direction=direction, origin=origin, turbulence_speed=abs(f.strength) * scale,
+                              turbulence_length=max(float(f.size), 1e-3), seed=int(f.seed), **_falloff(f))
+            self.fields[i] = solver_wind.WindField(**params)
+        if self.use_storm and (first or self.storm is None):
+            self.storm = self._storm()
+        self.wind.winds[:] = [w for w in self.fields + [self.storm] if w is not None]
+
+    def _storm(self):
+        ss = self.scene_settings
+        sec = lambda frame: self.start_t + (frame - self.start_frame) / self.fps   # noqa: E731
+        a = math.radians(ss.storm_direction)
+        frames = (ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end)
+        if not all(x <= y for x, y in zip(frames, frames[1:])):
+            raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
+        t0, t1, t2, t3 = (sec(f) for f in frames)
+        peak = ss.storm_peak_speed
+        return solver_wind.WindField(
+            speed=lambda t: solver_wind.storm(t, t0, t1, t2, t3, peak),
+            direction=(math.cos(a), math.sin(a), 0.0), profile="power", reference_height=10.0,
+            ground_height=0.0, gust_intensity=ss.storm_gusts, turbulence_intensity=ss.storm_turbulence,
+            turbulence_length=ss.storm_turbulence_length, seed=ss.storm_seed)
+
+    def drag(self, model, drag_coefficient: float = 1.2):
+        """The aerodynamic force field on ``model`` for :attr:`Simulator.force_fields`."""
+        return AerodynamicDrag(model, self.wind, cd_branch=drag_coefficient)

@@ -1,0 +1,425 @@
+"""Unilateral contacts with Coulomb friction: rod segments against colliders and against each other.
+
+A :class:`Contacts` object is a Gauss–Seidel constraint set for ``Simulator.gs_constraints``
+(Deul Algorithm 1, lines 10–14): ``begin_step`` generates the contacts once per step at the predicted
+pose (line 13 of seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep
+(Eqs. 21/20) and ``end_step`` records statistics.
+
+Every segment is a capsule: its axis (local z over ±l/2) swept by the radius ``max(radii)`` (a leaf
+plate by its half thickness). A contact joins a material point of segment ``a`` (body frame) to a
+material point of segment ``b`` or to a fixed world point on a collider, with a normal n frozen for the
+step (from b to a) and a rest distance R:
+
+    C = n·(p_a − p_b) − R ≥ 0,   λ_n ≥ 0                                    (unilateral)
+
+Friction is Coulomb at the position level (seed 002 §7 uses Macklin et al. 2014; here in XPBD form):
+the relative tangential motion of the two material points over the step is a second constraint whose
+accumulated multiplier is clamped to the cone ``|λ_t| ≤ μ λ_n``: inside the cone the points stick
+(static friction), on it they slide against a friction impulse μ λ_n (kinetic).
+
+Contacts are coloured once per step so that no two contacts of a colour share a free segment; a sweep
+solves each colour at once (vectorised), which is Gauss–Seidel in a multicolour order.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy.sparse import coo_matrix, identity
+from scipy.spatial import cKDTree
+
+from . import quaternion as quat
+from .colliders import Collider, closest_points_on_segments
+
+
+def _empty(n: int, *tail) -> np.ndarray:
+    return np.zeros((n,) + tail)
+
+
+class Contacts:
+    """Contact and friction constraints of one model (a ``Simulator.gs_constraints`` element).
+
+    Parameters: ``colliders`` (sequence of :class:`~solver.colliders.Collider`); ``friction`` μ for
+    contacts with colliders whose own ``friction`` is None; ``self_collision`` (bool, or an (n,) mask
+    of the segments that take part); ``self_friction`` μ between segments (default ``friction``);
+    ``margin`` [m]: contacts are generated for gaps below this (default: per segment, its radius plus
+    its predicted displacement in the step); ``exclude_hops``: segment pairs joined by at most this
+    many joints never self-collide (default ``1 + ceil(2 max r / min l)``, so neighbours whose capsules
+    overlap at rest are skipped); ``compliance`` [m/N] of the normal constraint (0: rigid); ``sweeps``
+    Gauss–Seidel sweeps over the contacts per ``project`` call; ``max_colours``: colours per sweep at
+    most (each costs a few dozen numpy calls); contacts beyond them are averaged (Jacobi) in the last.
+
+    After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
+    ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
+    """
+
+    def __init__(self, model, colliders: Sequence[Collider] = (), *, friction: float = 0.0,
+                 self_collision=False, self_friction: float | None = None, margin: float | None = None,
+                 exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
+                 max_colours: int = 32, pre_sweeps: int = 0):
+        self.model = model
+        self.colliders = list(colliders)
+        for i, c in enumerate(self.colliders):
+            if not isinstance(c, Collider):
+                raise ValueError(f"colliders[{i}] is not a Collider (got {type(c).__name__})")
+        for name, mu in (("friction", friction), ("self_friction", self_friction)):
+            if mu is not None and not (np.isfinite(mu) and mu >= 0.0):
+                raise ValueError(f"{name} must be finite and ≥ 0, got {mu}")
+        if margin is not None and not (np.isfinite(margin) and margin >= 0.0):
+            raise ValueError(f"margin must be finite and ≥ 0 m, got {margin}")
+        if not (np.isfinite(compliance) and compliance >= 0.0):
+            raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
+        for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0)):
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
+        self.max_colours = int(max_colours)
+        self.pre_sweeps = int(pre_sweeps)
+        self.friction = float(friction)
+        self.self_friction = self.friction if self_friction is None else float(self_friction)
+        self.margin = margin
+        self.compliance = float(compliance)
+        self.sweeps = int(sweeps)
+        n = model.n_segments
+        leaf = getattr(model, "leaf", None)
+        r = model.radii.max(axis=1)
+        self.radius = np.where(leaf, model.radii[:, 1], r) if leaf is not None else r
+        free = ~model.pinned
+        self._inv_mass = np.where(free, 1.0 / model.masses, 0.0)
+        self._inv_inertia = np.where(free[:, None], 1.0 / model.inertia, 0.0)
+        mask = np.broadcast_to(np.asarray(self_collision, dtype=bool), (n,))
+        self._self_segments = np.flatnonzero(mask)
+        if exclude_hops is None:
+            exclude_hops = 1 + int(np.ceil(2.0 * self.radius.max() / model.lengths.min()))
+        self.exclude_hops = int(exclude_hops)
+        self._excluded = self._near_pairs(self.exclude_hops) if self._self_segments.size > 1 else np.zeros(0, np.int64)
+        self._rng_seed = 0
+        self.sa = self.sb = np.zeros(0, np.int64)
+        self.normal_impulse = np.zeros(0)
+        self._batches: list[dict] = []
+        self.max_penetration = 0.0
+
+    # ------------------------------------------------------------------ topology (once)
+    def _near_pairs(self, hops: int) -> np.ndarray:
+        """Keys ``i·n + j`` (i < j) of segment pairs within ``hops`` joints: (A + I)^hops, sparse."""
+        m, n = self.model, self.model.n_segments
+        a = coo_matrix((np.ones(m.n_joints), (m.joint_parent, m.joint_child)), shape=(n, n)).tocsr()
+        a = ((a + a.T + identity(n, format="csr")) > 0).astype(np.int8)
+        reach = identity(n, dtype=np.int8, format="csr")
+        for _ in range(max(hops, 0)):
+            reach = ((reach @ a) > 0).astype(np.int8)
+        i, j = reach.nonzero()
+        keep = i < j
+        return np.unique(i[keep].astype(np.int64) * n + j[keep])
+
+    # ------------------------------------------------------------------ contact generation
+    def _segment_ends(self, x, q):
+        half = np.zeros((x.shape[0], 3))
+        half[:, 2] = 0.5 * self.model.lengths
+        axis = quat.rotate(q, half)
+        return x - axis, x + axis
+
+    def _collider_points(self, x, q, margin, t):
+        """Per collider: axis points of segments near it (both ends and the collider's closest axis
+        point) with gap φ − r below ``margin`` (n,) [m]: (collider, segment, z, point, φ, normal)."""
+        a_end, b_end = self._segment_ends(x, q)
+        for col in self.colliders:
+            segs = np.arange(x.shape[0])
+            box = col.world_bounds(t)
+            if box is not None:
+                reach = (self.radius + margin)[:, None]
+                lo, hi = np.minimum(a_end, b_end) - reach, np.maximum(a_end, b_end) + reach
+                segs = np.flatnonzero(np.all((lo <= box[1]) & (hi >= box[0]), axis=1))
+            if segs.size == 0:
+                continue
+            s_star = col.closest_parameter(a_end[segs], b_end[segs], t)
+            interior = (s_star > 1e-6) & (s_star < 1 - 1e-6)
+            seg = np.concatenate((segs, segs, segs[interior]))
+            s = np.concatenate((np.zeros(segs.size), np.ones(segs.size), s_star[interior]))
+            p = a_end[seg] + s[:, None] * (b_end[seg] - a_end[seg])
+            phi, normal = col.distance(p, t)
+            keep = phi < self.radius[seg] + margin[seg]
+            yield col, seg[keep], (s[keep] - 0.5) * self.model.lengths[seg[keep]], p[keep], phi[keep], normal[keep]
+
+    def _collider_candidates(self, x, q, margin, t0, t1):
+        """Contacts with colliders (placed at t1): segment, z, surface point, normal, collider motion, μ."""
+        out = []
+        for col, seg, z, p, phi, normal in self._collider_points(x, q, margin, t1):
+            surface = p - phi[:, None] * normal
+            mu = self.friction if col.friction is None else col.friction
+            out.append((seg, z, surface, normal, col.displacement(surface, t0, t1), np.full(seg.size, mu)))
+        if not out:
+            return None
+        return [np.concatenate(parts) for parts in zip(*out)]
+
+    def _self_pairs(self, x, q, margin):
+        """Segment pairs (not within ``exclude_hops``) whose capsules are closer than the sum of their
+        margins: cKDTree broad phase on capsule centres, exact closest axis points.
+        Returns i, j, s, t (axis parameters in [0, 1]), d = p_i − p_j, |d|, r_i + r_j, axis ends."""
+        segs = self._self_segments
+        if segs.size < 2:
+            return None
+        n = self.model.n_segments
+        bound = 0.5 * self.model.lengths[segs] + self.radius[segs] + margin[segs]
+        pairs = cKDTree(x[segs]).query_pairs(2.0 * bound.max(), output_type="ndarray")
+        if pairs.size == 0:
+            return None
+        i, j = segs[pairs[:, 0]], segs[pairs[:, 1]]
+        i, j = np.minimum(i, j), np.maximum(i, j)
+        near = bound[pairs[:, 0]] + bound[pairs[:, 1]] > np.linalg.norm(x[i] - x[j], axis=1)
+        keep = near & ~np.isin(i * n + j, self._excluded)
+        i, j = i[keep], j[keep]
+        if i.size == 0:
+            return None
+        a_end, b_end = self._segment_ends(x, q)
+        s, t = closest_points_on_segments(a_end[i], b_end[i], a_end[j], b_end[j])
+        d = a_end[i] + s[:, None] * (b_end[i] - a_end[i]) - a_end[j] - t[:, None] * (b_end[j] - a_end[j])
+        dist = np.linalg.norm(d, axis=1)
+        rest = self.radius[i] + self.radius[j]
+        keep = dist < rest + margin[i] + margin[j]
+        return i[keep], j[keep], s[keep], t[keep], d[keep], dist[keep], rest[keep], a_end, b_end
+
+    def _self_candidates(self, x, q, margin):
+        """Segment–segment contacts: i, j, z_i, z_j, normal (from j to i), r_i + r_j."""
+        found = self._self_pairs(x, q, margin)
+        if found is None or found[0].size == 0:
+            return None
+        i, j, s, t, d, dist, rest, a_end, b_end = found
+        # Crossing axes (distance 0): the normal is perpendicular to both axes.
+        cross = np.cross(b_end[i] - a_end[i], b_end[j] - a_end[j])
+        cn = np.linalg.norm(cross, axis=1)
+        fallback = np.where(cn[:, None] > 1e-12, cross / np.maximum(cn, 1e-300)[:, None], [0.0, 0.0, 1.0])
+        normal = np.where(dist[:, None] > 1e-9 * rest[:, None], d / np.maximum(dist, 1e-300)[:, None], fallback)
+        return i, j, (s - 0.5) * self.model.lengths[i], (t - 0.5) * self.model.lengths[j], normal, rest
+
+    def surface_gaps(self, sim) -> tuple[float, float]:
+        """Exact smallest surface gaps [m] at the current pose, independent of this step's contacts:
+        (between non-neighbouring segments, between segments and colliders at ``sim.time``); +inf
+        where nothing is within a radius. Negative values are penetrations."""
+        x, q = sim.positions, sim.orientations
+        margin = np.full(x.shape[0], self.radius.max())
+        found = self._self_pairs(x, q, margin)
+        self_gap = float(np.min(found[5] - found[6])) if found is not None and found[0].size else np.inf
+        col_gap = np.inf
+        for _, seg, _, _, phi, _ in self._collider_points(x, q, margin, sim.time):
+            if seg.size:
+                col_gap = min(col_gap, float(np.min(phi - self.radius[seg])))
+        return self_gap, col_gap
+
+    def begin_step(self, sim) -> None:
+        """Generate this step's contacts and reset λ.
+
+        Contact points and normals come from the pose at the start of the step, where the capsules do
+        not overlap, so a fast segment cannot tunnel to the wrong side of a thin collider or another
+        rod; the margin covers each segment's predicted motion (``sim.positions`` after the prediction).
+        Colliders are placed at their pose at the end of the step (t + Δt).
+        """
+        x_pred, q_pred = sim.positions, sim.orientations
+        x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred, q_pred)
+        t0, t1 = sim.time, sim.time + sim.dt
+        turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
+        move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
+        margin = (self.radius + move) if self.margin is None else self.margin + move
+        sa, sb, za, zb = np.zeros(0, np.int64), np.zeros(0, np.int64), _empty(0), _empty(0)
+        point_b, normal, anchor_b, rest, mu = _empty(0, 3), _empty(0, 3), _empty(0, 3), _empty(0), _empty(0)
+        env = self._collider_candidates(x, q, margin, t0, t1)
+        if env is not None:
+            seg, z, surface, nrm, shift, m = env
+            sa, sb, za, zb = seg, np.full(seg.size, -1, np.int64), z, np.zeros(seg.size)
+            point_b, normal, anchor_b = surface, nrm, surface - shift
+            rest, mu = self.radius[seg], m
+        selfc = self._self_candidates(x, q, margin)
+        if selfc is not None:
+            i, j, zi, zj, nrm, rr = selfc
+            sa, sb = np.concatenate((sa, i)), np.concatenate((sb, j))
+            za, zb = np.concatenate((za, zi)), np.concatenate((zb, zj))
+            point_b = np.vstack((point_b, np.zeros((i.size, 3))))
+            anchor_b = np.vstack((anchor_b, np.zeros((i.size, 3))))
+            normal = np.vstack((normal, nrm))
+            rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
+        self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
+        self.point_b, self.normal, self.rest, self.mu = point_b, normal, rest, mu
+        self.normal_impulse = np.zeros(sa.size)
+        self.tangent_impulse = np.zeros((sa.size, 3))
+        self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
+        self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
+        # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
+        # sweeps of Eqs. 20/21): otherwise every step starts g Δt² deep in a floor, and the first
+        # KKT solve, which does not see the contacts, spreads that error along the rods.
+        for _ in range(self.pre_sweeps):
+            for batch in self._batches:
+                self._project_batch(sim, batch)
+
+    def _batch(self, idx, x, q, anchor_b) -> dict:
+        """Everything about the contacts of one colour that stays fixed during the step."""
+        m = self.model
+        sa, sb = self.sa[idx], self.sb[idx]
+        env = sb < 0
+        sbs = np.where(env, sa, sb)                 # a collider contact's b side: a massless stand-in
+        body_b = (~env).astype(float)
+        b = dict(idx=idx, sa=sa, sb=sbs, env=env, all_env=bool(np.all(env)), share=self._share[idx],
+                 inv_m_a=self._inv_mass[sa], inv_i_a=self._inv_inertia[sa],
+                 inv_m_b=self._inv_mass[sbs] * body_b, inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
+                 half_a=0.5 * m.lengths[sa], half_b=0.5 * m.lengths[sbs],
+                 x0_a=x[sa], r0_a=quat.to_matrix(q[sa]), x0_b=x[sbs], r0_b=quat.to_matrix(q[sbs]),
+                 anchor_b=anchor_b[idx])
+        for side, seg in (("a", sa), ("b", sbs[~env])):
+            useg, inv = np.unique(seg, return_inverse=True)
+            b["merge_" + side] = (useg, inv) if useg.size != seg.size else None
+        return b
+
+    @property
+    def _colours(self) -> list[np.ndarray]:
+        return [b["idx"] for b in getattr(self, "_batches", [])]
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.sa.size)
+
+    @property
+    def n_active(self) -> int:
+        return int(np.count_nonzero(self.normal_impulse > 0.0))
+
+    def _colour(self, sa, sb) -> list[np.ndarray]:
+        """Split contacts into colours of contacts with no free segment in common: rounds of a
+        randomised maximal matching (a contact joins the colour when it has the lowest random
+        priority at every free segment it touches), vectorised over contacts. The last of at most
+        ``max_colours`` colours takes all remaining contacts, solved Jacobi-style with averaging."""
+        k = sa.size
+        self._share = np.ones(k)
+        if k == 0:
+            return []
+        n = self.model.n_segments
+        free = ~self.model.pinned
+        a = np.where(free[sa], sa, n)                   # pinned sides and colliders never conflict
+        b = np.where((sb >= 0) & free[np.maximum(sb, 0)], sb, n)
+        prio = np.random.default_rng(self._rng_seed).permutation(k)
+        left = np.arange(k)
+        colours = []
+        while left.size:
+            if len(colours) == self.max_colours - 1:
+                count = np.bincount(a[left], minlength=n + 1) + np.bincount(b[left], minlength=n + 1)
+                count[n] = 1
+                self._share[left] = 1.0 / np.maximum(count[a[left]], count[b[left]])
+                colours.append(left)
+                break
+            best = np.full(n + 1, k, np.int64)
+            np.minimum.at(best, a[left], prio[left])
+            np.minimum.at(best, b[left], prio[left])
+            win = ((best[a[left]] == prio[left]) | (a[left] == n)) & ((best[b[left]] == prio[left]) | (b[left] == n))
+            colours.append(left[win])
+            left = left[~win]
+        return colours
+
+    # ------------------------------------------------------------------ Gauss–Seidel sweep (Eqs. 20, 21)
+    def _points(self, sim, b):
+        """Rotations, axis coordinates z [m] and world points of both sides of a batch. Segment–segment
+        contacts take the closest points of the two axes at the current pose (the crossing point
+        slides along both segments as they move); collider contacts keep their material point."""
+        idx, sa, sb, env = b["idx"], b["sa"], b["sb"], b["env"]
+        rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sb])
+        xa, xb = sim.positions[sa], sim.positions[sb]
+        axis_a, axis_b = rot_a[:, :, 2], rot_b[:, :, 2]
+        za, zb = self.za[idx], self.zb[idx]
+        if not b["all_env"]:
+            ha, hb = b["half_a"][:, None] * axis_a, b["half_b"][:, None] * axis_b
+            s, t = closest_points_on_segments(xa - ha, xa + ha, xb - hb, xb + hb)
+            za = np.where(env, za, (2.0 * s - 1.0) * b["half_a"])
+            zb = np.where(env, 0.0, (2.0 * t - 1.0) * b["half_b"])
+        pa = xa + za[:, None] * axis_a
+        pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
+        return rot_a, rot_b, za, zb, pa, pb
+
+    def _normals(self, b, pa, pb):
+        """Contact normals: the frozen one for colliders; between segments the current direction of the
+        closest points unless it has flipped against the frozen one (the axes passed each other)."""
+        n = self.normal[b["idx"]]
+        if b["all_env"]:
+            return n
+        d = pa - pb
+        dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+        cur = d / np.maximum(dist, 1e-300)[:, None]
+        use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
+        return np.where(use[:, None], cur, n)
+
+    @staticmethod
+    def _inverse_mass(inv_m, inv_i, z, d_body):
+        """Generalised inverse mass ``w = 1/m + (r×d)ᵀ I⁻¹ (r×d)`` of the axis point r = z·e₃ (body frame)
+        along d: ``r×d = z (−d_y, d_x, 0)`` in the body frame."""
+        return inv_m + z * z * (inv_i[:, 0] * d_body[:, 1] ** 2 + inv_i[:, 1] * d_body[:, 0] ** 2)
+
+    @staticmethod
+    def _apply(sim, seg, rot, inv_m, inv_i, z, impulse, merge):
+        """Eq. 20: Δx = M⁻¹ Jᵀ Δλ for position impulses at axis points z (summed per segment by ``merge``)."""
+        p_body = np.einsum("kji,kj->ki", rot, impulse)
+        dx = inv_m[:, None] * impulse
+        dphi = np.zeros_like(p_body)
+        dphi[:, 0] = -inv_i[:, 0] * z * p_body[:, 1]
+        dphi[:, 1] = inv_i[:, 1] * z * p_body[:, 0]
+        if merge is not None:
+            seg, inv = merge
+            dx = np.stack([np.bincount(inv, dx[:, c], seg.size) for c in range(3)], axis=1)
+            dphi = np.stack([np.bincount(inv, dphi[:, c], seg.size) for c in range(3)], axis=1)
+        sim.positions[seg] += dx
+        sim.orientations[seg] = quat.integrate_body(sim.orientations[seg], dphi)
+
+    def project(self, sim) -> float:
+        """Gauss–Seidel sweep(s) over the contacts; returns the largest ``|C + α̃λ|`` met (0 if none)."""
+        residual = 0.0
+        for _ in range(self.sweeps):
+            for batch in self._batches:
+                residual = max(residual, self._project_batch(sim, batch))
+        return residual
+
+    def _project_batch(self, sim, b) -> float:
+        idx = b["idx"]
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(b, pa, pb)
+        at = self._alpha_tilde
+        lam = self.normal_impulse[idx]
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest[idx]
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w_n = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        # Eq. 21 for one scalar row, then the unilateral projection λ ≥ 0.
+        dlam = -(c + at * lam) / np.maximum(w_n + at, 1e-300)
+        lam_new = np.maximum(lam + dlam, 0.0)
+        dlam = lam_new - lam
+        res = np.where(lam_new > 0.0, np.abs(c + at * lam), np.maximum(-c, 0.0))
+        # Coulomb friction: undo the relative tangential motion of the two material points since the
+        # start of the step, with the accumulated tangential impulse kept inside the cone μ λ_n.
+        start_a = b["x0_a"] + za[:, None] * b["r0_a"][:, :, 2]
+        start_b = np.where(b["env"][:, None], b["anchor_b"], b["x0_b"] + zb[:, None] * b["r0_b"][:, :, 2])
+        rel = (pa - start_a) - (pb - start_b)
+        tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
+        t_dir = tang / np.maximum(np.sqrt(np.einsum("ij,ij->i", tang, tang)), 1e-300)[:, None]
+        w_t = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, np.einsum("kji,kj->ki", rot_a, t_dir)) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, np.einsum("kji,kj->ki", rot_b, t_dir))
+        lt_old = self.tangent_impulse[idx]
+        lt = lt_old - tang / np.maximum(w_t, 1e-300)[:, None]
+        lt_len = np.sqrt(np.einsum("ij,ij->i", lt, lt))
+        lt = lt * np.minimum(1.0, self.mu[idx] * lam_new / np.maximum(lt_len, 1e-300))[:, None]
+        # Jacobi with averaging where a colour holds several contacts of one segment (share < 1): each
+        # moves it by its share of the correction, and its λ grows by the same share.
+        share = b["share"]
+        self.normal_impulse[idx] = lam + share * dlam
+        self.tangent_impulse[idx] = lt_old + share[:, None] * (lt - lt_old)
+        impulse = share[:, None] * (n * dlam[:, None] + (lt - lt_old))
+        self._apply(sim, b["sa"], rot_a, b["inv_m_a"], b["inv_i_a"], za, impulse, b["merge_a"])
+        if not b["all_env"]:
+            body = ~b["env"]
+            self._apply(sim, b["sb"][body], rot_b[body], b["inv_m_b"][body], b["inv_i_b"][body], zb[body],
+                        -impulse[body], b["merge_b"])
+        return float(res.max()) if res.size else 0.0
+
+    def gaps(self, sim) -> np.ndarray:
+        """Current ``C`` [m] of this step's contacts (negative: penetration)."""
+        out = np.zeros(self.n_contacts)
+        for b in self._batches:
+            *_, pa, pb = self._points(sim, b)
+            out[b["idx"]] = np.einsum("ij,ij->i", self._normals(b, pa, pb), pa - pb) - self.rest[b["idx"]]
+        return out
+
+    def end_step(self, sim) -> None:
+        """Record the deepest remaining penetration of this step's contacts [m]."""
+        g = self.gaps(sim)
+        self.max_penetration = float(max(0.0, -g.min())) if g.size else 0.0

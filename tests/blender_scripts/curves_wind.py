@@ -1,0 +1,221 @@
+"""Curves, pins and wind inside real Blender (run by tests/test_blender_curves_wind.py).
+
+    blender -b --factory-startup --python curves_wind.py -- LEGACY_ZIP
+
+Every case builds its own small scene, runs the add-on's operators (or the live step and the bake's
+frame loop directly: timers and modal handlers never run in background mode) and prints numbers;
+the pytest side judges them. One line ``CURVES_WIND_RESULT {json}``.
+"""
+import json
+import math
+import sys
+import traceback
+
+import addon_utils
+import bpy
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from bad_input import activate, install, snapshot, first_diff  # noqa: E402
+
+FPS = 24
+
+
+def clear():
+    for obj in list(bpy.data.objects):
+        bpy.data.objects.remove(obj)
+    for a in list(bpy.data.actions):
+        bpy.data.actions.remove(a)
+    for c in list(bpy.data.curves):
+        bpy.data.curves.remove(c)
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = FPS, 1.0
+    scene.frame_start, scene.frame_end = 1, 24
+    scene.frame_set(1)
+    ss = scene.stiff_rods
+    ss.use_storm, ss.use_force_fields, ss.substeps, ss.iterations = False, True, 2, 3
+
+
+def bezier_curve(name, points, bevel=0.01):
+    data = bpy.data.curves.new(name, "CURVE")
+    data.dimensions = "3D"
+    data.bevel_depth = bevel
+    sp = data.splines.new("BEZIER")
+    sp.bezier_points.add(len(points) - 1)
+    for bp, p in zip(sp.bezier_points, points):
+        bp.co = p
+        bp.handle_left_type = bp.handle_right_type = "VECTOR"
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def points_of(obj):
+    sp = obj.data.splines[0]
+    co = np.empty(3 * len(sp.bezier_points)); sp.bezier_points.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def world_points(obj):
+    m = np.array(obj.matrix_world)
+    return points_of(obj) @ m[:3, :3].T + m[:3, 3]
+
+
+def rope_with_moving_pin():
+    """A 2 m rubber rope clamped at x = 0, its far end held by an empty that moves 0.4 m in and 0.3 m up
+    over 24 frames (never farther from the clamp than the rope is long)."""
+    clear()
+    rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
+    empty = bpy.data.objects.new("Hand", None)
+    bpy.context.scene.collection.objects.link(empty)
+    empty.location = (2.0, 0.0, 2.0)
+    empty.keyframe_insert("location", frame=1)
+    empty.location = (1.6, 0.0, 2.3)
+    empty.keyframe_insert("location", frame=24)
+    s = rope.stiff_rods
+    s.material, s.segment_length, s.pin_object = "RUBBER", 0.1, empty
+    activate(rope)
+    rest = points_of(rope).copy()
+    before = snapshot()
+    out = {"bake": sorted(bpy.ops.stiff_rods.bake())}
+    action = rope.data.animation_data.action
+    out["action_tagged"] = bool(action and action.get("stiff_rods_bake"))
+    # play the keys back with the add-on disabled: the curve's own F-curves move its points
+    addon_utils.disable("stiff_rods", default_set=True)
+    seg_len, end_err, mid_z = [], [], []
+    for f in range(1, 25):
+        bpy.context.scene.frame_set(f)
+        w = world_points(rope)
+        hand = np.array(empty.matrix_world)[:3, 3]
+        end_err.append(float(np.linalg.norm(w[-1] - hand)))
+        seg_len.append(np.linalg.norm(np.diff(w, axis=0), axis=1).tolist())
+        mid_z.append(float(w[2, 2]))
+    out["first_point_max_drift_m"] = float(max(np.linalg.norm(world_points(rope)[0] - rest[0]), 0.0))
+    out["end_follows_pin_max_error_m"] = max(end_err)
+    out["span_lengths"] = seg_len
+    out["mid_z"] = mid_z
+    addon_utils.enable("stiff_rods", default_set=True)
+    activate(rope)
+    out["free"] = sorted(bpy.ops.stiff_rods.free_bake())
+    bpy.context.scene.frame_set(1)
+    out["after_free_diff"] = first_diff(before, snapshot())
+    out["after_free_max_point_error_m"] = float(np.abs(points_of(rope) - rest).max())
+    out["actions_left"] = [a.name for a in bpy.data.actions if a.get("stiff_rods_bake")]
+    return out
+
+
+def pole_in_wind(angle_y_deg):
+    """A 2 m vertical wooden pole, clamped at its foot, in a Wind field whose +Z is turned by angle_y."""
+    clear()
+    pole = bezier_curve("Pole", [(0.0, 0.0, 0.5 * i) for i in range(5)], bevel=0.005)
+    pole.stiff_rods.material, pole.stiff_rods.segment_length = "WOOD", 0.1
+    bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0))
+    field = bpy.context.active_object
+    field.rotation_euler = (0.0, math.radians(angle_y_deg), 0.0)
+    field.field.strength = 20.0
+    field.field.shape = "PLANE"
+    bpy.context.view_layer.update()
+    activate(pole)
+    from stiff_rods.addon import operators
+    from stiff_rods.addon.session import SESSIONS
+    assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+    session = SESSIONS["Pole"]
+    session.set_wind(operators.wind.SceneWind.from_scene(bpy.context.scene))
+    run = operators.BakeRun(bpy.context.scene, session, 1, 12)
+    while not run.done:
+        run.step()
+    run.close()
+    tip = run.frames[-1][0].co[-1] @ np.array(pole.matrix_world)[:3, :3].T
+    return {"tip_x_m": float(tip[0]), "tip_y_m": float(tip[1]), "frame_after": bpy.context.scene.frame_current}
+
+
+def live_curve_step_and_restore():
+    clear()
+    rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
+    rope.stiff_rods.material = "RUBBER"
+    activate(rope)
+    rest = points_of(rope).copy()
+    from stiff_rods.addon import operators
+    from stiff_rods.addon.session import SESSIONS
+    assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+    s = SESSIONS["Rope"]
+    scene = bpy.context.scene
+    s.reset(scene.frame_current, scene)
+    for _ in range(6):
+        operators.step_live(s, scene)
+    moved = float(np.abs(points_of(rope) - rest).max())
+    s.write_rest()
+    return {"live_max_point_motion_m": moved, "live_frame": scene.frame_current,
+            "restored_max_error_m": float(np.abs(points_of(rope) - rest).max())}
+
+
+def hooked_curve():
+    """A Hook modifier holds control point 3 of a rope on an empty that moves 0.3 m in +y."""
+    clear()
+    rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
+    rope.stiff_rods.material, rope.stiff_rods.pin_root = "RUBBER", True
+    hook = bpy.data.objects.new("Hook", None)
+    bpy.context.scene.collection.objects.link(hook)
+    hook.location = (1.2, 0.0, 2.0)
+    hook.keyframe_insert("location", frame=1)
+    hook.location = (1.2, 0.3, 2.0)
+    hook.keyframe_insert("location", frame=12)
+    mod = rope.modifiers.new("Hook", "HOOK")
+    mod.object = hook
+    mod.vertex_indices_set([3 * 3 + 1])            # Bézier point 3: (handle, point, handle) per point
+    activate(rope)
+    from stiff_rods.addon import operators
+    from stiff_rods.addon.session import SESSIONS
+    assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+    s = SESSIONS["Rope"]
+    run = operators.BakeRun(bpy.context.scene, s, 1, 12)
+    while not run.done:
+        run.step()
+    run.close()
+    return {"hooked_point_y_m": float(run.frames[-1][0].co[3][1]), "free_end_y_m": float(run.frames[-1][0].co[-1][1])}
+
+
+def storm_on_sapling(zip_unused=None):
+    """The storm preset bends a Sapling aspen downwind (+X) much more than calm air."""
+    from bad_input import make_sapling
+    arm, curve, leaves = make_sapling("quaking_aspen")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    from stiff_rods.addon import operators
+    from stiff_rods.addon.session import SESSIONS
+    activate(arm)
+    tips = {}
+    for storm in (False, True):
+        scene.stiff_rods.use_storm = storm
+        if storm:
+            assert bpy.ops.stiff_rods.storm_preset() == {"FINISHED"}
+            ss = scene.stiff_rods       # rise over one frame, then blow until the end: the tree leans downwind
+            ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end = 1, 2, 24, 24
+        assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+        s = SESSIONS[arm.name]
+        s.set_wind(operators.wind.SceneWind.from_scene(scene))
+        run = operators.BakeRun(scene, s, 1, 24)
+        while not run.done:
+            run.step()
+        run.close()
+        disp = s.sim.positions - s.model.positions
+        tips[storm] = float(np.mean(disp[:, 0]))
+    return {"mean_dx_calm_m": tips[False], "mean_dx_storm_m": tips[True]}
+
+
+def main():
+    zip_path = sys.argv[sys.argv.index("--") + 1]
+    install(zip_path)
+    out = {"blender": list(bpy.app.version)}
+    for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
+                     ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
+                     ("hook", hooked_curve), ("storm", storm_on_sapling)]:
+        try:
+            out[name] = fn()
+        except Exception:
+            out[name] = {"error": traceback.format_exc()}
+    print("CURVES_WIND_RESULT " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Curves, pins, hooks and wind in real Blender 3.4 with the installed legacy zip (issues: extension e2e,
+wind). The numbers come from tests/blender_scripts/curves_wind.py; physics is judged here."""
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from test_blender_bad_input import legacy_zip  # noqa: F401  (module fixture: builds the zip)
+from test_blender_e2e import ROOT, blender_env
+
+SCRIPT = ROOT / "tests" / "blender_scripts" / "curves_wind.py"
+
+pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
+
+
+@pytest.fixture(scope="module")
+def result(legacy_zip, tmp_path_factory):  # noqa: F811
+    profile = tmp_path_factory.mktemp("curves-wind-profile")
+    proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
+                          capture_output=True, text=True, timeout=900, env=blender_env(profile))
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("CURVES_WIND_RESULT ")]
+    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1][len("CURVES_WIND_RESULT "):])
+
+
+def case(result, name):
+    out = result[name]
+    assert "error" not in out, out.get("error")
+    return out
+
+
+def test_curve_bake_follows_a_moving_pin_and_plays_without_the_addon(result):
+    r = case(result, "rope_pin")
+    assert r["bake"] == ["FINISHED"] and r["action_tagged"]
+    # the held end follows the animated empty exactly (keys replayed with the add-on disabled)
+    assert r["end_follows_pin_max_error_m"] <= 1e-4
+    # the clamped start does not move; inextensible segments: a chord between control points (4 segments
+    # of rope) never gets longer than the rope between them, and shortens only as much as it bends
+    assert r["first_point_max_drift_m"] <= 1e-4
+    spans = np.array(r["span_lengths"])
+    assert spans.max() <= spans[0].max() * 1.005
+    assert spans.min() >= 0.85 * spans[0].min()
+    # the middle sags under gravity
+    assert r["mid_z"][-1] < r["mid_z"][0] - 0.05
+
+
+def test_free_bake_of_a_curve_restores_it_exactly(result):
+    r = case(result, "rope_pin")
+    assert r["free"] == ["FINISHED"]
+    assert r["after_free_max_point_error_m"] <= 1e-6
+    assert r["after_free_diff"] is None and r["actions_left"] == []
+
+
+def test_wind_field_blows_along_its_objects_z_axis(result):
+    plus, minus = case(result, "wind_plus_x"), case(result, "wind_minus_x")
+    assert plus["tip_x_m"] > 0.01, plus
+    assert minus["tip_x_m"] < -0.01, minus
+    # mirror images: same magnitude, no sideways drift
+    assert abs(plus["tip_x_m"] + minus["tip_x_m"]) <= 0.05 * abs(plus["tip_x_m"])
+    assert abs(plus["tip_y_m"]) <= 1e-3 * abs(plus["tip_x_m"]) + 1e-9
+    assert plus["frame_after"] == 1 and minus["frame_after"] == 1   # the bake's frame loop gave the frame back
+
+
+def test_live_step_moves_curve_points_and_stop_restores_them(result):
+    r = case(result, "live")
+    assert r["live_frame"] == 7 and r["live_max_point_motion_m"] > 1e-3
+    assert r["restored_max_error_m"] <= 1e-9
+
+
+def test_hook_modifier_pins_its_control_point(result):
+    r = case(result, "hook")
+    assert abs(r["hooked_point_y_m"] - 0.3) <= 1e-3
+    assert 0.0 < r["free_end_y_m"]                 # the rest of the rope is pulled along
+
+
+def test_storm_preset_bends_a_sapling_tree_downwind(result):
+    r = case(result, "storm")
+    assert r["mean_dx_storm_m"] > 0.01
+    assert r["mean_dx_storm_m"] > 10 * abs(r["mean_dx_calm_m"])

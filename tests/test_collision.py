@@ -1,0 +1,256 @@
+"""Contacts with Coulomb friction (solver/collision.py), colliders (solver/colliders.py), SDF grids (solver/sdf.py)."""
+import numpy as np
+import pytest
+
+from solver import RodModel, Simulator, rod_from_polyline
+from solver import quaternion as quat
+from solver.collision import Contacts
+from solver.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
+from solver.sdf import mesh_signed_distance_grid
+
+G = 9.81
+
+
+def box_mesh(half):
+    v = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * half
+    f = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                  [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    return v, f
+
+
+def icosphere(levels):
+    t = (1 + 5 ** 0.5) / 2
+    v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
+                  [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]], float)
+    f = np.array([[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
+                  [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5],
+                  [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1]])
+    v /= np.linalg.norm(v, axis=1)[:, None]
+    for _ in range(levels):
+        edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+        unique, inverse = np.unique(edges, axis=0, return_inverse=True)
+        mid = v[unique[:, 0]] + v[unique[:, 1]]
+        mid /= np.linalg.norm(mid, axis=1)[:, None]
+        ab, bc, ca = (inverse.reshape(3, -1) + len(v))
+        v = np.vstack([v, mid])
+        a, b, c = f.T
+        f = np.concatenate([np.stack(x, 1) for x in ((a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca))])
+    return v, f
+
+
+# ---------------------------------------------------------------------------------------- distances
+def test_sphere_capsule_box_distances_match_analytic_values():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(-2, 2, (500, 3))
+    c = np.array([0.3, -0.2, 0.1])
+    phi, n = Sphere(c, 0.7).distance(p)
+    np.testing.assert_allclose(phi, np.linalg.norm(p - c, axis=1) - 0.7, atol=1e-14)
+    np.testing.assert_allclose(n, (p - c) / np.linalg.norm(p - c, axis=1)[:, None], atol=1e-14)
+    # Capsule along x from -1 to 1: beyond the ends it is a sphere, between them a cylinder.
+    phi, _ = Capsule((-1, 0, 0), (1, 0, 0), 0.25).distance(p)
+    xc = np.clip(p[:, 0], -1, 1)
+    np.testing.assert_allclose(phi, np.linalg.norm(p - np.stack([xc, 0 * xc, 0 * xc], 1), axis=1) - 0.25, atol=1e-14)
+    # Box: outside, the distance to the clamped point; inside, minus the distance to the nearest face.
+    h = np.array([0.5, 0.3, 0.2])
+    phi, n = Box(half_extents=h).distance(p)
+    q = np.clip(p, -h, h)
+    out = np.linalg.norm(p - q, axis=1)
+    inside = np.all(np.abs(p) < h, axis=1)
+    expect = np.where(inside, -np.min(h - np.abs(p), axis=1), out)
+    np.testing.assert_allclose(phi, expect, atol=1e-14)
+    # The normal is the gradient: a small step along it changes φ by the step (outside the box).
+    eps = 1e-6
+    np.testing.assert_allclose(Box(half_extents=h).distance(p + eps * n)[0][~inside] - phi[~inside], eps, rtol=1e-5)
+
+
+def test_posed_and_animated_box_distance():
+    rot = quat.normalize(np.array([np.cos(0.3), 0.2, -0.5, 0.4]))
+    tr = np.array([1.0, 2.0, -0.5])
+    h = np.array([0.4, 0.1, 0.3])
+    static = Box(tr, h, rot)
+    animated = Box(half_extents=h, pose=lambda t: (tr + [t, 0, 0], rot))
+    rng = np.random.default_rng(1)
+    p = tr + rng.uniform(-1, 1, (300, 3))
+    local = quat.rotate_inverse(rot, p - tr)
+    ref = Box(half_extents=h).distance(local)[0]
+    np.testing.assert_allclose(static.distance(p)[0], ref, atol=1e-13)
+    np.testing.assert_allclose(animated.distance(p + [0.7, 0, 0], t=0.7)[0], ref, atol=1e-13)
+    # The material point of the moving box under p moved by the translation since t = 0.2.
+    np.testing.assert_allclose(animated.displacement(p, 0.2, 0.7), np.tile([0.5, 0, 0], (300, 1)), atol=1e-13)
+
+
+def test_mesh_sdf_is_exact_at_grid_nodes_near_the_surface_and_trilinear_between():
+    h = np.array([0.3, 0.2, 0.1])
+    cell = 0.02
+    v, f = box_mesh(h)
+    grid = mesh_signed_distance_grid(v, f, cell)
+    axes = [grid.origin[i] + cell * np.arange(grid.phi.shape[i]) for i in range(3)]
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+    ref = Box(half_extents=h).distance(nodes)[0]
+    near = np.abs(ref) < 2 * cell
+    np.testing.assert_allclose(grid.phi.reshape(-1)[near], ref[near], atol=1e-12)       # exact distance and sign
+    assert np.all(np.abs(grid.phi.reshape(-1) - ref) < 0.5 * cell)                      # far field: upper bound
+    rng = np.random.default_rng(2)
+    p = rng.uniform(-h - 2 * cell, h + 2 * cell, (2000, 3))
+    mesh = Mesh(v, f, cell)
+    phi, n = mesh.distance(p)
+    ref_phi, ref_n = Box(half_extents=h).distance(p)
+    assert np.max(np.abs(phi - ref_phi)) < 0.5 * cell
+    assert np.median(np.sum(n * ref_n, axis=1)) > 0.999
+
+
+def test_mesh_sdf_of_an_icosphere_matches_the_sphere():
+    v, f = icosphere(2)                                    # 320 faces, radius 1 → scaled to 0.5 m
+    mesh = Mesh(0.5 * v, f, 0.05)
+    rng = np.random.default_rng(3)
+    p = rng.uniform(-0.6, 0.6, (2000, 3))
+    phi, n = mesh.distance(p)
+    ref, ref_n = Sphere(radius=0.5).distance(p)
+    band = np.abs(ref) < 0.1
+    # The 320-face icosphere lies up to 1.3 cm inside the sphere; trilinear error is O(cell²/R).
+    assert np.max(np.abs(phi[band] - ref[band])) < 0.02
+    assert np.percentile(np.sum(n[band] * ref_n[band], axis=1), 5) > 0.98
+
+
+def test_closest_points_of_segments():
+    rng = np.random.default_rng(4)
+    p1, q1, p2, q2 = rng.normal(size=(4, 150, 3))
+    s, t = closest_points_on_segments(p1, q1, p2, q2)
+    d = np.linalg.norm(p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2), axis=1)
+    grid = np.linspace(0, 1, 101)
+    a = p1[:, None, None] + grid[None, :, None, None] * (q1 - p1)[:, None, None]
+    b = p2[:, None, None] + grid[None, None, :, None] * (q2 - p2)[:, None, None]
+    brute = np.linalg.norm(a - b, axis=-1).min(axis=(1, 2))
+    assert np.all(d <= brute + 1e-12)
+    assert np.all(brute - d < 2e-2 * np.maximum(np.linalg.norm(q1 - p1, axis=1), np.linalg.norm(q2 - p2, axis=1)))
+
+
+# ---------------------------------------------------------------------------------------- dynamics
+def test_rod_dropped_on_plane_rests_with_penetration_below_1e_3_radius():
+    r = 0.01
+    pts = np.stack([np.linspace(0, 1, 21), np.zeros(21), np.full(21, 0.05)], 1)
+    model = rod_from_polyline(pts, r, 1e8)
+    sim = Simulator(model, dt=1 / 120, max_iterations=20, tolerance=1e-7)
+    contacts = Contacts(model, [Plane()], friction=0.5)
+    sim.gs_constraints.append(contacts)
+    sim.run(90)
+    assert contacts.n_active >= model.n_segments
+    assert contacts.max_penetration <= 1e-3 * r
+    ends = np.concatenate([sim.segment_points(np.array([[0, 0, s * 0.025]] * 20), np.arange(20)) for s in (-1, 1)])
+    assert np.all(ends[:, 2] > r * (1 - 1e-3))
+    assert np.max(np.abs(sim.velocities)) < 1e-5                      # at rest on the plane
+    assert np.max(np.abs(ends[:, 2] - r)) < 1e-3 * r                   # lying on it, not hovering
+
+
+def slope_run(degrees, mu, seconds=0.4, dt=1 / 200):
+    """A rod along the fall line of an inclined plane, released at rest; returns the slide distance [m]."""
+    th = np.radians(degrees)
+    r = 0.01
+    down = np.array([np.cos(th), 0, -np.sin(th)])
+    normal = np.array([np.sin(th), 0, np.cos(th)])
+    pts = np.linspace(0, 0.2, 6)[:, None] * down + r * normal
+    model = rod_from_polyline(pts, r, 1e9)
+    sim = Simulator(model, dt=dt, max_iterations=10, tolerance=1e-6)
+    sim.gs_constraints.append(Contacts(model, [Plane(normal, 0.0)], friction=mu))
+    x0 = sim.positions.mean(axis=0)
+    sim.run(int(round(seconds / dt)))
+    return (sim.positions.mean(axis=0) - x0) @ down
+
+
+def test_friction_holds_a_rod_on_a_20_degree_slope_but_not_on_60_degrees():
+    mu, t = 0.5, 0.4
+    assert abs(slope_run(20, mu, t)) < 1e-6                             # tan 20° = 0.36 < μ: sticks
+    slide = slope_run(60, mu, t)
+    expect = 0.5 * G * (np.sin(np.radians(60)) - mu * np.cos(np.radians(60))) * t**2
+    assert slide == pytest.approx(expect, rel=0.03)                    # kinetic: a = g (sin θ − μ cos θ)
+
+
+def test_friction_carries_a_rod_on_an_animated_conveyor():
+    speed, mu, r = 0.5, 0.5, 0.01
+    belt = Box(half_extents=(5, 1, 0.1), pose=lambda t: (np.array([speed * t, 0, -0.1]), np.array([1.0, 0, 0, 0])))
+    pts = np.stack([np.linspace(-0.1, 0.1, 5), np.zeros(5), np.full(5, r)], 1)
+    model = rod_from_polyline(pts, r, 1e9)
+    sim = Simulator(model, dt=1 / 200, max_iterations=10, tolerance=1e-6)
+    sim.gs_constraints.append(Contacts(model, [belt], friction=mu))
+    sim.run(20)                     # 0.1 s: still accelerating at μ g = 4.9 m/s² (reaches the belt at 0.102 s)
+    v_mid = sim.velocities[:, 0].mean()
+    assert v_mid == pytest.approx(mu * G * 0.1, rel=0.05)
+    sim.run(40)
+    np.testing.assert_allclose(sim.velocities[:, 0], speed, rtol=1e-3)  # then sticks to the belt
+    assert np.all(np.abs(sim.positions[:, 2] - r) < 1e-3 * r)
+
+
+def two_crossing_rods(r=0.01, height=0.1):
+    s = np.linspace(-0.5, 0.5, 21)
+    a = rod_from_polyline(np.stack([s, 0 * s, 0 * s], 1), r, 1e8)
+    b = rod_from_polyline(np.stack([0 * s, s, 0 * s + height], 1), r, 1e8)
+
+    def cat(name):
+        return np.concatenate((getattr(a, name), getattr(b, name)))
+
+    na = a.n_segments
+    model = RodModel.from_arrays(cat("positions"), cat("orientations"), cat("lengths"), cat("radii"),
+                                 cat("densities"), joint_parent=np.concatenate((a.joint_parent, b.joint_parent + na)),
+                                 joint_child=np.concatenate((a.joint_child, b.joint_child + na)),
+                                 youngs_modulus=1e8, pinned=cat("pinned"))
+    return model, na
+
+
+def min_gap_between(sim, contacts, first, second):
+    ends_a, ends_b = contacts._segment_ends(sim.positions, sim.orientations)
+    i, j = np.meshgrid(first, second, indexing="ij")
+    i, j = i.ravel(), j.ravel()
+    s, t = closest_points_on_segments(ends_a[i], ends_b[i], ends_a[j], ends_b[j])
+    d = ends_a[i] + s[:, None] * (ends_b[i] - ends_a[i]) - ends_a[j] - t[:, None] * (ends_b[j] - ends_a[j])
+    return np.min(np.linalg.norm(d, axis=1) - contacts.radius[i] - contacts.radius[j])
+
+
+def test_self_collision_keeps_two_crossing_rods_apart():
+    r = 0.01
+    model, na = two_crossing_rods(r)
+    gaps = {}
+    for self_collision in (True, False):
+        sim = Simulator(model, dt=1 / 100, max_iterations=10, tolerance=1e-6, gravity=(0, 0, 0))
+        sim.velocities[na:, 2] = -3.0                     # 3 cm per step: more than the radius
+        sim.velocities[:na, 2] = 1.0
+        contacts = Contacts(model, self_collision=self_collision)
+        sim.gs_constraints.append(contacts)
+        lowest = []
+        for _ in range(40):
+            sim.step()
+            lowest.append(min_gap_between(sim, contacts, np.arange(na), np.arange(na, model.n_segments)))
+        gaps[self_collision] = (min(lowest), sim.positions[na:, 2].mean() - sim.positions[:na, 2].mean())
+    assert gaps[True][0] > -0.1 * r and gaps[True][1] > 0        # B stays above A
+    assert gaps[False][1] < -0.5                                 # without self-collision it passes through
+
+
+def test_contact_colours_share_no_free_segment():
+    model, na = two_crossing_rods(height=0.015)
+    sim = Simulator(model, dt=1 / 100)
+    contacts = Contacts(model, [Plane(offset=-0.005)], self_collision=True, max_colours=1000)
+    sim.gs_constraints.append(contacts)
+    sim.step()
+    assert contacts.n_contacts > 40
+    assert np.all(contacts._share == 1.0)
+    seen = np.concatenate(contacts._colours)
+    assert np.array_equal(np.sort(seen), np.arange(contacts.n_contacts))
+    free = ~model.pinned
+    for idx in contacts._colours:
+        segs = np.concatenate((contacts.sa[idx], contacts.sb[idx]))
+        segs = segs[(segs >= 0)]
+        segs = segs[free[segs]]
+        assert np.unique(segs).size == segs.size
+
+
+def test_bad_input_is_rejected_naming_the_item():
+    model = rod_from_polyline(np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0.0]]), 0.01, 1e9)
+    with pytest.raises(ValueError, match=r"colliders\[1\]"):
+        Contacts(model, [Plane(), "floor"])
+    with pytest.raises(ValueError, match="friction"):
+        Contacts(model, friction=-0.1)
+    with pytest.raises(ValueError, match="radius"):
+        Sphere(radius=0.0)
+    with pytest.raises(ValueError, match="half_extents"):
+        Box(half_extents=(1, -1, 1))
+    with pytest.raises(ValueError, match=r"faces\[1\]"):
+        Mesh(np.eye(3), np.array([[0, 1, 2], [0, 1, 3]]), 0.1)
