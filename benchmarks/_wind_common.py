@@ -15,10 +15,16 @@ from solver import Simulator, tree_builder  # noqa: E402
 from solver.materials import Material  # noqa: E402
 
 
-def sapling_tree(name: str, wood: Material, leaf: Material | None = None):
+def sapling_tree(name: str, wood: Material, leaf: Material | None = None, scale: float = 1.0):
     """The Sapling preset ``name`` as a model of ``wood``, with its leaves as plate segments of ``leaf`` (if
-    given and ``tree_builder.attach_leaves`` exists). Returns (model, branch_map, leaf segments, data)."""
-    data = load(name)
+    given and ``tree_builder.attach_leaves`` exists), every length × ``scale`` (a geometrically similar tree).
+    Returns (model, branch_map, leaf segments, data) with ``data`` scaled."""
+    data = dict(load(name))
+    if scale != 1.0:
+        data["branches"] = [(p * scale, r * scale) for p, r in data["branches"]]
+        for key in ("leaf_stem", "leaf_center", "leaf_length", "leaf_width"):
+            if key in data:
+                data[key] = data[key] * scale
     model, branch_map = tree_builder.tree_from_branches(data["branches"], parents=data["parents"], **wood.rod_kwargs())
     attach = getattr(tree_builder, "attach_leaves", None)
     leaves = np.zeros(0, np.int64)

@@ -62,7 +62,7 @@ def centreline(sim) -> np.ndarray:
 
 def run(segments: int = 100, length: float = 1.0, radius: float = 0.005, turns: float = 10.0,
         approach: float = 0.6, twist_seconds: float = 8.0, hold_seconds: float = 2.0, dt: float = 0.002,
-        youngs_modulus: float = 2e6, iterations: int = 4, damping: float = 10.0, sweeps: int = 2) -> dict:
+        youngs_modulus: float = 2e6, iterations: int = 5, damping: float = 10.0, sweeps: int = 2) -> dict:
     pts = np.zeros((segments + 1, 3))
     pts[:, 0] = np.linspace(0.0, length, segments + 1)
     model = rod_from_polyline(pts, radius, youngs_modulus, youngs_modulus / 3.0, 1100.0, pinned=["start", "end"])

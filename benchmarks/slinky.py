@@ -8,7 +8,15 @@ Keys: ``stairs_descended`` (steps the trailing end of the Slinky went down: both
 step or lower), ``max_penetration_m`` (deepest overlap over the run, measured exactly each step against
 the steps and between non-neighbouring segments, independent of the generated contacts),
 ``wire_radius_m``, ``ms_per_step`` (median), ``end_flips`` (times the trailing end passed over the
-leading one: a walk, not a slide). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1 wire radius.
+leading one: a walk, not a slide), ``diverged_at_s`` (the run stops once an overlap exceeds 10 wire
+radii: coils have passed through each other). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1
+wire radius.
+
+Status: NOT MET. With 3 KKT/GS iterations the contacts do not converge against the stiff, slender
+wire (segments 31 radii long), even with ``response="tree"`` (contact rows through the KKT
+factorisation) and extra sweeps: thousands of coil–coil contacts, coils sink into each other and the
+steps, pass through, and the state blows up within 0.1 s, from the arched start and also for the
+stack resting on the top step. The run stops there and says so (``diverged_at_s``).
 
     python3 benchmarks/slinky.py --json      # last stdout line: one JSON object
 """
@@ -68,7 +76,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         steps_count: int = 5, rise: float = 0.06, run_m: float = 0.2, seconds: float = 10.0, dt: float = 0.01,
         iterations: int = 3, friction: float = 0.4, self_friction: float = 0.1, sweeps: int = 2, pre_sweeps: int = 4,
         lift: float = 0.12, damping: float = 0.2, start: str = "arch", youngs_modulus: float = 200e9,
-        torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32) -> dict:
+        torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "tree") -> dict:
     n_pts = coils * per_coil + 1
     # Rest shape: coils stacked with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
@@ -96,7 +104,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     else:                                   # the stack standing on the top step
         sim.positions[:] = model.positions + [0.5 * run_m, 0.0, wire_radius * 1.01]
     contacts = Contacts(model, colliders, friction=friction, self_collision=True, self_friction=self_friction,
-                        sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours)
+                        sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
+                        response=response)
     sim.gs_constraints.append(contacts)
 
     def step_under(x):
@@ -108,6 +117,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     lead = np.sign(sim.positions[-1, 0] - sim.positions[0, 0])
     flips = 0
     trail_step = []
+    diverged_at = None
     for _ in range(n_steps):
         t0 = time.perf_counter()
         sim.step()
@@ -120,6 +130,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             flips += 1
             lead = new_lead
         trail_step.append(min(step_under(ends_x[0]), step_under(ends_x[1])))
+        if worst > 10.0 * wire_radius:          # coils have passed through each other: stop, report it
+            diverged_at = sim.time
+            break
     return {
         "stairs_descended": int(trail_step[-1]),
         "max_penetration_m": worst,
@@ -131,9 +144,11 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "dt_s": dt,
         "iterations": iterations,
         "seconds": seconds,
+        "simulated_s": sim.time,
+        "diverged_at_s": diverged_at,
         "contacts_last_step": contacts.n_contacts,
         "com_drop_m": float(-(sim.positions[:, 2].mean() - arched_x[:, 2].mean())),
-        "target_met": bool(trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
+        "target_met": bool(diverged_at is None and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 
 

@@ -52,11 +52,15 @@ from solver.wind import WindField  # noqa: E402
 BREAST_HEIGHT = 1.3                     # m
 MATERIAL_OF = {"quaking_aspen": "wood", "small_pine": "pine", "white_birch": "birch", "weeping_willow": "willow"}
 CANTILEVER = 1.875104**2 / (8.0 * math.pi)   # f = CANTILEVER · √(E/ρ) · DBH / H²
+REST_STEPS = 200                        # kinetic-damping steps (Δt = 0.5 s) at most per rest pose
 
 
 def build(name: str, with_leaves: bool):
-    mat = material(MATERIAL_OF.get(name, "wood"))
-    model, branch_map, leaf_segments, data = sapling_tree(name, mat, material("leaf") if with_leaves else None)
+    """``name``: a Sapling preset, or ``preset@s`` for the same tree scaled by s."""
+    preset, _, scale = name.partition("@")
+    mat = material(MATERIAL_OF.get(preset, "wood"))
+    model, branch_map, leaf_segments, data = sapling_tree(preset, mat, material("leaf") if with_leaves else None,
+                                                          float(scale or 1.0))
     leaves = int(leaf_segments.size)
     trunk_pts, trunk_r = data["branches"][0]
     height = float(max(p[:, 2].max() for p, _ in data["branches"]) - trunk_pts[0, 2])
@@ -137,17 +141,18 @@ def fit_decay(t: np.ndarray, x: np.ndarray) -> tuple[float, float]:
 def pulled_rest(model, seg: int, height: float):
     """The pose at rest under gravity and a horizontal pull along +x at ``seg`` sized so that the pull point
     moves H/100 (the static response is linear at this size); returns (positions, orientations, pull [N],
-    displacement [m], rest steps)."""
+    displacement [m], rest steps, whether every rest converged)."""
     sim = Simulator(model, dt=0.5, max_iterations=10, tolerance=1e-9)
-    steps = kinetic_damping(sim, tol=1e-6, max_steps=200)
+    steps = [kinetic_damping(sim, tol=1e-6, max_steps=REST_STEPS)]
     x_gravity = sim.positions[seg, 0]
     trial = 0.02 * float(model.masses[~model.pinned].sum()) * 9.81
     sim.forces[seg] = [trial, 0.0, 0.0]
-    steps += kinetic_damping(sim, tol=1e-6, max_steps=200)
+    steps.append(kinetic_damping(sim, tol=1e-6, max_steps=REST_STEPS))
     pull = trial * 0.01 * height / (sim.positions[seg, 0] - x_gravity)
     sim.forces[seg] = [pull, 0.0, 0.0]
-    steps += kinetic_damping(sim, tol=1e-6, max_steps=200)
-    return sim.positions.copy(), sim.orientations.copy(), pull, float(sim.positions[seg, 0] - x_gravity), steps
+    steps.append(kinetic_damping(sim, tol=1e-6, max_steps=REST_STEPS))
+    return (sim.positions.copy(), sim.orientations.copy(), pull, float(sim.positions[seg, 0] - x_gravity),
+            sum(steps), max(steps) < REST_STEPS)
 
 
 def free_decay(model, pose, seg: int, dt: float, seconds: float, drag: bool):
@@ -176,8 +181,8 @@ def measure(name: str, with_leaves: bool, steps_per_period: int, cycles: float) 
     dt = 1.0 / (1.5 * estimate * steps_per_period)
     base_z = model.positions[trunk[0], 2] - 0.5 * model.lengths[trunk[0]]
     seg = int(trunk[np.argmin(np.abs(model.positions[trunk, 2] - base_z - 2.0 * height / 3.0))])
-    positions, orientations, pull, moved, rest_steps = pulled_rest(model, seg, height)
-    out.update(pull_N=pull, pull_displacement_m=moved, rest_steps=rest_steps, dt_s=dt)
+    positions, orientations, pull, moved, rest_steps, rested = pulled_rest(model, seg, height)
+    out.update(pull_N=pull, pull_displacement_m=moved, rest_steps=rest_steps, rest_converged=rested, dt_s=dt)
     for drag in (True, False):
         t, x, ms = free_decay(model, (positions, orientations), seg, dt, cycles / estimate, drag)
         f1, zeta = fit_decay(t, x)
@@ -197,7 +202,9 @@ def measure(name: str, with_leaves: bool, steps_per_period: int, cycles: float) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
-    ap.add_argument("--trees", nargs="+", default=["small_pine", "quaking_aspen", "white_birch", "weeping_willow"])
+    ap.add_argument("--trees", nargs="+", default=["small_pine", "small_pine@2", "quaking_aspen", "white_birch"],
+                    help="Sapling presets; preset@s is the preset scaled by s (weeping_willow: its thin weeping "
+                         "branches do not come to rest under gravity, so it has no rest pose to pluck from)")
     ap.add_argument("--leaves", nargs="*", default=["quaking_aspen"],
                     help="trees simulated with their leaves as plate segments (needs tree_builder.attach_leaves)")
     ap.add_argument("--steps-per-period", type=int, default=100, help="Δt = T_guess / this")

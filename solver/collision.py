@@ -1,14 +1,15 @@
 """Unilateral contacts with Coulomb friction: rod segments against colliders and against each other.
 
 A :class:`Contacts` object is a Gauss–Seidel constraint set for ``Simulator.gs_constraints``
-(Deul Algorithm 1, lines 10–14): ``begin_step`` generates the contacts once per step at the predicted
-pose (line 13 of seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep
-(Eqs. 21/20) and ``end_step`` records statistics.
+(Deul Algorithm 1, lines 10–14): ``begin_step`` generates the contacts once per step (line 13 of
+seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep (Eqs. 21/20) and
+``end_step`` records statistics.
 
 Every segment is a capsule: its axis (local z over ±l/2) swept by the radius ``max(radii)`` (a leaf
-plate by its half thickness). A contact joins a material point of segment ``a`` (body frame) to a
-material point of segment ``b`` or to a fixed world point on a collider, with a normal n frozen for the
-step (from b to a) and a rest distance R:
+plate by its half thickness). A contact joins an axis point of segment ``a`` to an axis point of
+segment ``b`` (the two closest points, found again in every sweep) or to a fixed world point on a
+collider (a material point of ``a``), with a normal n from b to a (a collider's frozen for the step; a
+segment pair's along the closest points unless that flipped) and a rest distance R:
 
     C = n·(p_a − p_b) − R ≥ 0,   λ_n ≥ 0                                    (unilateral)
 
@@ -56,7 +57,7 @@ class Contacts:
     def __init__(self, model, colliders: Sequence[Collider] = (), *, friction: float = 0.0,
                  self_collision=False, self_friction: float | None = None, margin: float | None = None,
                  exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
-                 max_colours: int = 32, pre_sweeps: int = 0):
+                 max_colours: int = 32, pre_sweeps: int = 0, response: str = "local"):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -74,6 +75,9 @@ class Contacts:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
         self.max_colours = int(max_colours)
         self.pre_sweeps = int(pre_sweeps)
+        if response not in ("local", "tree"):
+            raise ValueError(f"response must be 'local' or 'tree', got {response!r}")
+        self.response = response
         self.friction = float(friction)
         self.self_friction = self.friction if self_friction is None else float(self_friction)
         self.margin = margin
@@ -242,6 +246,7 @@ class Contacts:
         self.tangent_impulse = np.zeros((sa.size, 3))
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
+        self._all = self._batch(np.arange(sa.size), x, q, anchor_b)
         # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
         # sweeps of Eqs. 20/21): otherwise every step starts g Δt² deep in a floor, and the first
         # KKT solve, which does not see the contacts, spreads that error along the rods.
@@ -366,6 +371,8 @@ class Contacts:
         """Gauss–Seidel sweep(s) over the contacts; returns the largest ``|C + α̃λ|`` met (0 if none)."""
         residual = 0.0
         for _ in range(self.sweeps):
+            if self.response == "tree":
+                self._project_through_tree(sim)
             for batch in self._batches:
                 residual = max(residual, self._project_batch(sim, batch))
         return residual
@@ -410,6 +417,58 @@ class Contacts:
             self._apply(sim, b["sb"][body], rot_b[body], b["inv_m_b"][body], b["inv_i_b"][body], zb[body],
                         -impulse[body], b["merge_b"])
         return float(res.max()) if res.size else 0.0
+
+    def _project_through_tree(self, sim) -> None:
+        """All normal contact rows at once, applied through the tree's KKT factorisation of this
+        iteration (Eq. 22 with the contact forces as right-hand side, as ``loop_closing`` does for
+        loops), so the joints stay satisfied to first order instead of pulling the contacts back in the
+        next direct solve. Each contact's Δλ from its local inverse mass is rescaled by the ratio of
+        the gap change it asked for to the one the tree predicts (a Jacobi step on J H⁻¹ Jᵀ with a
+        secant diagonal), then applied by a second solve."""
+        kkt = getattr(sim, "_kkt", None)
+        if self.n_contacts == 0 or sim.solver != "kkt" or not getattr(kkt, "factored", False):
+            return
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(b, pa, pb)
+        at = self._alpha_tilde
+        lam = self.normal_impulse
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        dlam = np.maximum(lam - (c + at * lam) / np.maximum(w + at, 1e-300), 0.0) - lam
+        free_of = np.full(self.model.n_segments, -1)
+        free_of[sim.free_index] = np.arange(sim.free_index.size)
+        fa, fb = free_of[b["sa"]], np.where(b["env"], -1, free_of[b["sb"]])
+        # Generalised force of a unit row on each side: (n, z e₃ × R⁺n) (translation, body rotation).
+        ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
+        gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
+        zero_joint = np.zeros_like(sim.lam)
+
+        def respond(d):
+            f = np.zeros((sim.free_index.size, 6))
+            for g, fs in ((ga, fa), (gb, fb)):
+                ok = fs >= 0
+                np.add.at(f, fs[ok], g[ok] * d[ok, None])
+            x, l_joint = kkt.solve(f, zero_joint)
+            dc = np.zeros(d.size)
+            for g, fs in ((ga, fa), (gb, fb)):
+                ok = fs >= 0
+                dc[ok] += np.einsum("ij,ij->i", g[ok], x[fs[ok]])
+            return x, l_joint, dc
+
+        _, _, dc = respond(dlam)
+        wanted = w * dlam                       # the gap change the local step asked for
+        scale = np.where(np.abs(dc) > 1e-12 * np.maximum(np.abs(wanted), 1e-300),
+                         np.clip(wanted / np.where(dc == 0.0, 1.0, dc), 0.0, 1e3), 1.0)
+        dlam = np.maximum(dlam * scale, -lam)
+        x, l_joint, _ = respond(dlam)
+        self.normal_impulse = lam + dlam
+        sim.lam += l_joint
+        f = sim.free_index
+        sim.positions[f] += x[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], x[:, 3:])
 
     def gaps(self, sim) -> np.ndarray:
         """Current ``C`` [m] of this step's contacts (negative: penetration)."""

@@ -176,7 +176,7 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
 
 def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal, length, width, parent,
                   thickness: float = 5e-4, density: float = 1000.0, youngs_modulus: float = 1.2e9,
-                  torsion_modulus: float = 0.6e9):
+                  torsion_modulus: float = 0.6e9, petiole_radius: float | None = None):
     """Add one rigid leaf segment per leaf (Deul §5: every leaf a segment, E = 1.2 GPa, G = 0.6 GPa).
 
     Per leaf (L of them): ``stem`` (L, 3) [m] the stem point, where the leaf is welded to the segment
@@ -187,7 +187,9 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
     [kg/m³]; moduli [Pa]. Its joint bends and twists the blade section (semi-axes width/2,
     thickness/2) over half the leaf length. The model's twist stiffness is G·(I1 + I2) (Eq. 6), which
     for a thin blade is ≈ (a/b)² too stiff, so the joint's torsion modulus is scaled by the
-    Saint-Venant ratio J/(I1 + I2) with J = π a³b³/(a² + b²) of an elliptic section.
+    Saint-Venant ratio J/(I1 + I2) with J = π a³b³/(a² + b²) of an elliptic section. With
+    ``petiole_radius`` [m] the joint is a round leaf stalk of that radius instead (I = πr⁴/4, J = 2I):
+    a thin blade alone is far more flexible than a real leaf, which hangs on its petiole and midrib.
     Returns the new :class:`RodModel` and the leaf segment indices (L,).
     """
     stem = np.asarray(stem, float).reshape(-1, 3)
@@ -235,10 +237,18 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
     local = quat.rotate_inverse(model.orientations[parent_seg], stem - model.positions[parent_seg])
     joints = model.input_joint_arrays()
     child_point = np.zeros((count, 3)); child_point[:, 2] = -0.5 * length
+    if petiole_radius is None:
+        joint_radii = np.stack((a, np.full(count, b)), axis=1)
+        joint_torsion = torsion_modulus * 4.0 * a**2 * b**2 / (a**2 + b**2) ** 2
+    elif petiole_radius > 0:
+        joint_radii = np.full((count, 2), float(petiole_radius))
+        joint_torsion = np.full(count, float(torsion_modulus))
+    else:
+        raise ValueError(f"petiole_radius must be > 0 m, got {petiole_radius}")
     new = dict(joint_parent=parent_seg, joint_child=leaves, joint_point_parent=local, joint_point_child=child_point,
-               joint_radii=np.stack((a, np.full(count, b)), axis=1),
+               joint_radii=joint_radii,
                youngs_modulus=np.full(count, float(youngs_modulus)),
-               torsion_modulus=torsion_modulus * 4.0 * a**2 * b**2 / (a**2 + b**2) ** 2,
+               torsion_modulus=joint_torsion,
                joint_lengths=0.5 * length, stretch_compliance=np.full(count, DEFAULT_STRETCH_COMPLIANCE))
     joints = {k: np.concatenate((v, new[k])) for k, v in joints.items()}
     cat = np.concatenate

@@ -327,3 +327,27 @@ def test_many_children_anywhere_along_one_parent_segment_bend_like_cantilevers()
     analytic = force * length**3 / (3 * e * i1) * (1 + 1 / (2 * n**2))
     deflection = np.array(heights) - np.array([sim.tip(t)[2] for t in tips])
     np.testing.assert_allclose(deflection, analytic, rtol=2e-3)
+
+
+def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
+    """With ``petiole_radius`` the leaf joint is a round stalk: the leaf's static droop follows
+    tan θ = m g (l/2) l_j / (E π r⁴/4), the same small-angle cantilever law with the stalk's I."""
+    import numpy as np
+    from solver import Simulator
+    from solver.tree_builder import attach_leaves, tree_from_branches
+    branch = [(np.array([[0.0, 0, 0], [0, 0, 1.0]]), np.array([0.05, 0.05]))]
+    model, bmap = tree_from_branches(branch, youngs_modulus=1e12, density=1000.0)
+    length, width, thick, r, e = 0.17, 0.085, 2e-4, 1e-3, 1.2e9
+    model, leaves = attach_leaves(model, bmap, stem=[[0.05, 0, 0.5]], axis=[[1.0, 0, 0]], normal=[[0, 0, 1.0]],
+                                  length=[length], width=[width], parent=[(0, 0)], thickness=thick,
+                                  youngs_modulus=e, torsion_modulus=0.6e9, petiole_radius=r)
+    sim = Simulator(model, dt=0.01, max_iterations=20, tolerance=1e-12, damping=20.0)
+    sim.run(400)
+    axis = sim.tip(int(leaves[0])) - (sim.positions[leaves[0]] - (sim.tip(int(leaves[0])) - sim.positions[leaves[0]]))
+    theta = np.arctan2(-axis[2], axis[0])
+    m = 1000.0 * width * thick * length
+    expected = m * 9.81 * (length / 2) * (length / 2) / (e * np.pi * r**4 / 4)
+    assert abs(theta - np.arctan(expected)) <= 0.05 * np.arctan(expected)
+    with pytest.raises(ValueError, match="petiole_radius"):
+        attach_leaves(model, bmap, stem=[[0.05, 0, 0.5]], axis=[[1.0, 0, 0]], normal=[[0, 0, 1.0]], length=[length],
+                      width=[width], parent=[(0, 0)], petiole_radius=0.0)
