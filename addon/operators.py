@@ -333,6 +333,9 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             if run.leaf_frames:
                 self._write_leaves(arm, s, np.array(run.leaf_frames), start)
                 what += f" and {s.leaf_segments.size} leaves"
+                if not bpy.data.filepath:
+                    self.report({"WARNING"}, "The file is not saved: the leaves' point cache went to Blender's "
+                                             "temporary folder; save the file and bake again to keep it")
         else:
             written = self._write_curve(s, run.frames, start, end)
             what = f"{sum(c.co.shape[0] for c in s.source.control_points)} curve points"

@@ -16,10 +16,6 @@ from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
 
 SESSIONS: dict[str, "Session"] = {}      # object name → session
-# Leaves: 0.2 mm blades (with ρ = 1000 kg/m³, 0.2 kg/m², a fresh broadleaf's mass per area) on 1 mm round
-# petioles: a 17 cm birch leaf then droops about 12° under its own weight, as real leaves do.
-LEAF_THICKNESS = 2e-4       # m
-PETIOLE_RADIUS = 1e-3       # m
 
 MATERIALS = {  # E [Pa], G [Pa], ρ [kg/m³]
     "WOOD": (12.5e9, 6.5e9, 1000.0),      # Deul §5, trunk and branches of their Sapling trees
@@ -75,7 +71,7 @@ class Session:
         model, self.leaf_segments = attach_leaves(
             model, self.branch_map, stem=f["leaf_stem"], axis=f["leaf_axis"], normal=f["leaf_normal"],
             length=f["leaf_length"], width=f["leaf_width"], parent=f["leaf_parent"], density=density,
-            youngs_modulus=youngs, torsion_modulus=torsion, thickness=LEAF_THICKNESS, petiole_radius=PETIOLE_RADIUS)
+            youngs_modulus=youngs, torsion_modulus=torsion)   # 0.2 mm blades on 1 mm petioles
         poly_of_loop = np.repeat(np.arange(lm.loop_start.size), lm.loop_total)
         vseg = np.full(lm.co.shape[0], -1, dtype=np.int64)
         vseg[lm.loop_vertex] = self.leaf_segments[poly_of_loop]

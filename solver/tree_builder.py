@@ -175,8 +175,8 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
 
 
 def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal, length, width, parent,
-                  thickness: float = 5e-4, density: float = 1000.0, youngs_modulus: float = 1.2e9,
-                  torsion_modulus: float = 0.6e9, petiole_radius: float | None = None):
+                  thickness: float = 2e-4, density: float = 1000.0, youngs_modulus: float = 1.2e9,
+                  torsion_modulus: float = 0.6e9, petiole_radius: float | None = 1e-3):
     """Add one rigid leaf segment per leaf (Deul §5: every leaf a segment, E = 1.2 GPa, G = 0.6 GPa).
 
     Per leaf (L of them): ``stem`` (L, 3) [m] the stem point, where the leaf is welded to the segment
@@ -188,8 +188,11 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
     thickness/2) over half the leaf length. The model's twist stiffness is G·(I1 + I2) (Eq. 6), which
     for a thin blade is ≈ (a/b)² too stiff, so the joint's torsion modulus is scaled by the
     Saint-Venant ratio J/(I1 + I2) with J = π a³b³/(a² + b²) of an elliptic section. With
-    ``petiole_radius`` [m] the joint is a round leaf stalk of that radius instead (I = πr⁴/4, J = 2I):
-    a thin blade alone is far more flexible than a real leaf, which hangs on its petiole and midrib.
+    ``petiole_radius`` [m] (default 1 mm; None: the blade section above) the joint is a round leaf
+    stalk of that radius instead (I = πr⁴/4, J = 2I): a thin blade alone is far more flexible than a
+    real leaf, which hangs on its petiole and midrib. Defaults: a 0.2 mm blade (with ρ = 1000 kg/m³,
+    0.2 kg/m², a fresh broadleaf's mass per area) on a 1 mm petiole, so a 17 cm birch leaf droops
+    about 12° under its own weight.
     Returns the new :class:`RodModel` and the leaf segment indices (L,).
     """
     stem = np.asarray(stem, float).reshape(-1, 3)

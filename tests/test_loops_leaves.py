@@ -246,7 +246,7 @@ def leafy_branch():
 
 def test_attach_leaves_frames_joints_and_material():
     model, bmap, leaves = leafy_branch()
-    lm, seg = attach_leaves(model, bmap, **leaves, thickness=5e-4)
+    lm, seg = attach_leaves(model, bmap, **leaves, thickness=5e-4, petiole_radius=None)   # blade joint
     assert seg.tolist() == [model.n_segments, model.n_segments + 1] and lm.leaf[seg].all() and not lm.leaf[:-2].any()
     # local +z along the axis, +y = the normal made orthogonal to it, stem at the segment's −z end
     np.testing.assert_allclose(quat.rotate(lm.orientations[seg], [0, 0, 1.0]), leaves["axis"], atol=1e-12)
@@ -273,7 +273,7 @@ def test_leaves_hang_at_the_analytic_angle_and_stay_attached():
     K = E I1 the blade's weak bending stiffness and l_j = l/2 (energy 2K/l_j sin²(θ/2) of Eq. 7's measure)."""
     model, bmap, leaves = leafy_branch()
     leaves["normal"] = [[0, 0, 1.0], [0, 0, 1.0]]
-    lm, seg = attach_leaves(model, bmap, **leaves, thickness=8e-4)
+    lm, seg = attach_leaves(model, bmap, **leaves, thickness=8e-4, petiole_radius=None)   # blade joint
     sim = settle(Simulator(lm, dt=0.01, max_iterations=10, tolerance=1e-12, damping=20.0), 200)
     a, b, l = np.r_[0.025, 0.02], 4e-4, np.r_[0.1, 0.12]
     m = 1000.0 * 2 * a * 2 * b * l

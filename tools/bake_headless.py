@@ -57,10 +57,12 @@ def main():
     if args.storm:
         scene.frame_start, scene.frame_end = start, end      # the preset spans the scene's range
         assert bpy.ops.stiff_rods.storm_preset() == {"FINISHED"}
+    # save first: the leaves' point cache (.pc2) is written next to the .blend it belongs to
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.out))
     t0 = time.perf_counter()
     result = bpy.ops.stiff_rods.bake(frame_start=start, frame_end=end)
     seconds = time.perf_counter() - t0
-    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.out))
+    bpy.ops.wm.save_mainfile()
     print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end], "storm": args.storm,
                       "seconds": round(seconds, 2), "action": arm.animation_data.action.name, "out": args.out}))
 
