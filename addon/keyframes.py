@@ -26,41 +26,20 @@ def _fcurve(action, owner, data_path: str, index: int, group: str):
     return action.fcurves.new(data_path, index=index, action_group=group)
 
 
-def write_bone_quaternions(action, owner, bone_names, frames: np.ndarray, quats: np.ndarray) -> int:
-    """Key ``pose.bones[name].rotation_quaternion`` at ``frames`` (F,) with ``quats`` (F, n_bones, 4).
+def write_keys(action, owner, data_paths, groups, frames: np.ndarray, values: np.ndarray) -> int:
+    """Key every component of the vector properties ``data_paths`` (P,) of ``owner`` (an object, or any
+    ID such as a Curve) at ``frames`` (F,) with ``values`` (F, P, C), F-curve p in group ``groups[p]``.
 
     Keys are written in bulk with ``keyframe_points.foreach_set`` and linear interpolation (the
     simulation is sampled at every frame). Returns the number of F-curves written."""
-    frames = np.asarray(frames, dtype=float)
-    n_frames = frames.size
-    co = np.empty((n_frames, 2))
-    co[:, 0] = frames
-    count = 0
-    linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
-    for b, name in enumerate(bone_names):
-        path = f'pose.bones["{name}"].rotation_quaternion'
-        for c in range(4):
-            fc = _fcurve(action, owner, path, c, name)
-            fc.keyframe_points.add(n_frames)
-            co[:, 1] = quats[:, b, c]
-            fc.keyframe_points.foreach_set("co", co.ravel())
-            fc.keyframe_points.foreach_set("interpolation", np.full(n_frames, linear, dtype=np.int32))
-            fc.update()
-            count += 1
-    return count
-
-
-def write_vectors(action, owner, data_paths, frames: np.ndarray, values: np.ndarray, group: str) -> int:
-    """Key the 3-vectors at ``data_paths`` (P,) of ``owner`` (any ID, e.g. a Curve) at ``frames`` (F,) with
-    ``values`` (F, P, 3), in bulk and linear like :func:`write_bone_quaternions`. Returns F-curves written."""
     frames = np.asarray(frames, dtype=float)
     co = np.empty((frames.size, 2))
     co[:, 0] = frames
     linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
     interp = np.full(frames.size, linear, dtype=np.int32)
     count = 0
-    for p, path in enumerate(data_paths):
-        for c in range(3):
+    for p, (path, group) in enumerate(zip(data_paths, groups)):
+        for c in range(values.shape[2]):
             fc = _fcurve(action, owner, path, c, group)
             fc.keyframe_points.add(frames.size)
             co[:, 1] = values[:, p, c]
@@ -70,3 +49,9 @@ def write_vectors(action, owner, data_paths, frames: np.ndarray, values: np.ndar
             count += 1
     return count
 
+
+def write_bone_quaternions(action, owner, bone_names, frames: np.ndarray, quats: np.ndarray) -> int:
+    """Key ``pose.bones[name].rotation_quaternion`` at ``frames`` (F,) with ``quats`` (F, n_bones, 4),
+    each bone's F-curves in a group named after it (:func:`write_keys`)."""
+    paths = [f'pose.bones["{name}"].rotation_quaternion' for name in bone_names]
+    return write_keys(action, owner, paths, bone_names, frames, quats)

@@ -66,6 +66,17 @@ def _switch_to_quaternions(arm, names):
     return saved
 
 
+def _keep_previous_action(obj, holder) -> None:
+    """Before a bake replaces ``holder``'s action (the armature, or a curve's data): remember it on
+    ``obj`` for Free Bake and give it a fake user, so it is kept, never overwritten."""
+    anim = holder.animation_data
+    previous = anim.action if anim else None
+    if previous is not None:
+        obj[PREV_FAKE_USER] = previous.use_fake_user
+        previous.use_fake_user = True
+        obj[PREV_ACTION] = previous.name
+
+
 def _restore_points(curve, saved):
     """Control points as they were before the bake (removing the keys leaves the last evaluated frame)."""
     for spline, co, hl, hr in saved:
@@ -344,12 +355,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
 
     @staticmethod
     def _write_bones(arm, s, quats, start, end) -> int:
-        anim = arm.animation_data
-        previous = anim.action if anim else None
-        if previous is not None:
-            arm[PREV_FAKE_USER] = previous.use_fake_user
-            previous.use_fake_user = True            # kept, not overwritten
-            arm[PREV_ACTION] = previous.name
+        _keep_previous_action(arm, arm)
         arm[PREV_MODES] = json.dumps(_switch_to_quaternions(arm, s.source.bone_names))
         action = keyframes.new_bake_action(arm)
         return keyframes.write_bone_quaternions(action, arm, s.source.bone_names, np.arange(start, end + 1), quats)
@@ -369,12 +375,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         """Point keyframes on the Curve data: ``co`` (and Bézier handles) of every control point."""
         curve = s.source.curve
         data = curve.data
-        anim = data.animation_data
-        previous = anim.action if anim else None
-        if previous is not None:
-            curve[PREV_FAKE_USER] = previous.use_fake_user
-            previous.use_fake_user = True
-            curve[PREV_ACTION] = previous.name
+        _keep_previous_action(curve, data)
         curve[PREV_POINTS] = json.dumps([[c.spline, c.co.tolist(),
                                           None if c.handle_left is None else c.handle_left.tolist(),
                                           None if c.handle_right is None else c.handle_right.tolist()]
@@ -387,8 +388,8 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             attrs = ("co", "handle_left", "handle_right") if cps.bezier else ("co",)
             paths = [f"splines[{cps.spline}].{kind}[{j}].{a}" for a in attrs for j in range(k)]
             values = np.stack([np.concatenate([getattr(fr[b], a) for a in attrs]) for fr in frames])
-            written += keyframes.write_vectors(action, data, paths, np.arange(start, end + 1), values,
-                                               f"spline {cps.spline}")
+            written += keyframes.write_keys(action, data, paths, [f"spline {cps.spline}"] * len(paths),
+                                            np.arange(start, end + 1), values)
         return written
 
 

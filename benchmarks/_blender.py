@@ -22,13 +22,19 @@ def inside_blender() -> bool:
         return False
 
 
-def relaunch(script: str, blend: str, args: list) -> dict:
-    own_bin = os.path.dirname(sys.executable)   # Debian's Blender finds its Python via PATH: skip ours
+def blender_env() -> dict:
+    """Environment for Debian's Blender, which finds its Python (with apt's numpy/scipy) through the
+    first python3 on PATH: ours (pyenv, a venv) is left out and the system's comes first."""
+    own_bin = os.path.realpath(os.path.dirname(sys.executable))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["PATH"] = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                  if p and os.path.realpath(p) != os.path.realpath(own_bin))
+    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"] + [p for p in env.get("PATH", "").split(os.pathsep)
+                                                          if p and os.path.realpath(p) != own_bin])
+    return env
+
+
+def relaunch(script: str, blend: str, args: list) -> dict:
     cmd = ["blender", "-b", "--factory-startup", blend, "--python", script, "--"] + args
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=blender_env())
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])

@@ -4,7 +4,7 @@
     tree = load("white_birch")      # dict of arrays, cached in ~/.cache/stiff-rods/sapling/
 
 The first call per preset runs Debian's Blender (3.4 ships Sapling): it generates the tree from
-the preset with an armature and leaves (tools/make_sapling_tree.py logic) and reads it with the
+the preset with an armature and leaves (tools/make_sapling_tree.py) and reads it with the
 add-on's own reader (world space, radius = point radius × bevel depth × scale, parents from the bone
 hierarchy). Keys of the returned dict:
 
@@ -30,16 +30,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _blender  # noqa: E402
 from solver.leaves import leaf_frames  # noqa: E402
 CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
 PRESETS = ("quaking_aspen", "small_pine", "white_birch", "weeping_willow")
 
 _INSIDE = r'''
 import sys, numpy as np, bpy
-sys.path.insert(0, {bench!r})
-sys.argv = ["make", "--", {preset!r}, {blend!r}]
-exec(open({maker!r}).read())          # tools/make_sapling_tree.py: generate and save the tree
-import _blender
+sys.path[:0] = [{bench!r}, {tools!r}]
+import _blender, make_sapling_tree
+make_sapling_tree.make_tree({preset!r})
 _blender.load_addon()
 from stiff_rods.addon import reader
 arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
@@ -48,41 +49,22 @@ pts = [b[0] for b in src.branches]; rad = [b[1] for b in src.branches]
 offsets = np.cumsum([0] + [len(p) for p in pts])
 parents = np.array([p if p is not None else (-1, -1) for p in src.parents], dtype=np.int64)
 out = dict(points=np.concatenate(pts), radii=np.concatenate(rad), offsets=offsets, parents=parents)
-leaves = src.leaves
-if leaves is not None and len(leaves.data.polygons):
-    me = leaves.data
-    mw = np.array(leaves.matrix_world)
-    co = np.empty(3 * len(me.vertices)); me.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3) @ mw[:3, :3].T + mw[:3, 3]
-    n = len(me.polygons)
-    total = np.empty(n, np.int64); me.polygons.foreach_get("loop_total", total)
-    start = np.empty(n, np.int64); me.polygons.foreach_get("loop_start", start)
-    loops = np.empty(len(me.loops), np.int64); me.loops.foreach_get("vertex_index", loops)
-    out["leaf_loop_total"] = total; out["leaf_loop_start"] = start
-    out["leaf_vertex"] = loops; out["leaf_co"] = co
+lm = reader.read_leaf_mesh(src.leaves, src.bone_names) if src.leaves is not None else None
+if lm is not None:
+    out.update(leaf_co=lm.co, leaf_loop_start=lm.loop_start, leaf_loop_total=lm.loop_total, leaf_vertex=lm.loop_vertex)
 np.savez_compressed({out!r}, **out)
 print("SAPLING_DATA_OK")
 '''
-
-
-def _blender_env() -> dict:
-    own_bin = os.path.realpath(os.path.dirname(sys.executable))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"] + [p for p in env.get("PATH", "").split(os.pathsep)
-                                                          if p and os.path.realpath(p) != own_bin])
-    return env
 
 
 def _export(preset: str, raw: Path) -> None:
     raw.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "export_sapling.py"
-        script.write_text(_INSIDE.format(bench=str(ROOT / "benchmarks"), preset=preset,
-                                         blend=str(Path(tmp) / "tree.blend"),
-                                         maker=str(ROOT / "tools" / "make_sapling_tree.py"),
-                                         out=str(raw)))
+        script.write_text(_INSIDE.format(bench=str(ROOT / "benchmarks"), tools=str(ROOT / "tools"),
+                                         preset=preset, out=str(raw)))
         proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(script)],
-                              capture_output=True, text=True, env=_blender_env(), cwd=tmp, timeout=900)
+                              capture_output=True, text=True, env=_blender.blender_env(), cwd=tmp, timeout=900)
         if "SAPLING_DATA_OK" not in proc.stdout:
             raise RuntimeError(f"Blender failed to export Sapling preset {preset!r} (exit {proc.returncode}):\n"
                                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

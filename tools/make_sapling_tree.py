@@ -22,25 +22,32 @@ def load_preset(name: str) -> dict:
     return ast.literal_eval(text[text.index("{"):])
 
 
-def main(argv):
-    args = argv[argv.index("--") + 1:] if "--" in argv else []
-    if len(args) < 2:
-        raise SystemExit(__doc__)
-    name, out = args[0], os.path.abspath(args[1])
-    leaves = "--no-leaves" not in args
+def make_tree(name: str, leaves: bool = True, arm_levels: int | None = None):
+    """Replace the scene's objects with a Sapling tree from preset ``name`` (armature, curve and, with
+    ``leaves``, the leaves mesh); returns the armature. Also used by the tests' Blender scripts."""
     addon_utils.enable("add_curve_sapling", default_set=True)
     preset = load_preset(name)
-    if "--arm-levels" in args:
-        preset["armLevels"] = int(args[args.index("--arm-levels") + 1])
+    if arm_levels is not None:
+        preset["armLevels"] = arm_levels
     for obj in list(bpy.data.objects):
         bpy.data.objects.remove(obj)
     preset.update(useArm=True, showLeaves=leaves)
     # Sapling's operator rejects unknown keys: keep only its properties
     props = bpy.ops.curve.tree_add.get_rna_type().properties.keys()
-    preset = {k: v for k, v in preset.items() if k in props}
-    bpy.ops.curve.tree_add(**preset)
+    bpy.ops.curve.tree_add(**{k: v for k, v in preset.items() if k in props})
+    return next(o for o in bpy.data.objects if o.type == "ARMATURE")
+
+
+def main(argv):
+    args = argv[argv.index("--") + 1:] if "--" in argv else []
+    if len(args) < 2:
+        raise SystemExit(__doc__)
+    name, out = args[0], os.path.abspath(args[1])
+    make_tree(name, leaves="--no-leaves" not in args,
+              arm_levels=int(args[args.index("--arm-levels") + 1]) if "--arm-levels" in args else None)
     bpy.ops.wm.save_as_mainfile(filepath=out, compress=True)
     print("SAPLING_TREE", name, out, [(o.name, o.type) for o in bpy.data.objects])
 
 
-main(sys.argv)
+if __name__ == "__main__":
+    main(sys.argv)

@@ -11,7 +11,6 @@ the state is compared with the snapshot. Prints one line ``BAD_INPUT_RESULT {jso
 ``outcome`` ("raised" or the returned set), ``message``, ``scene_unchanged`` and ``diff`` (the
 first difference), plus case-specific checks.
 """
-import ast
 import json
 import os
 import sys
@@ -19,6 +18,9 @@ import traceback
 
 import addon_utils
 import bpy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
 
 FRAMES = (1, 4)          # short bakes: the cases are about input checks, not physics
 
@@ -30,19 +32,7 @@ def install(zip_path):
 
 
 def make_sapling(preset_name="quaking_aspen"):
-    addon_utils.enable("add_curve_sapling", default_set=True)
-    import add_curve_sapling
-    path = os.path.join(os.path.dirname(add_curve_sapling.__file__), "presets", preset_name + ".py")
-    with open(path) as fh:
-        text = fh.read()
-    preset = ast.literal_eval(text[text.index("{"):])
-    for obj in list(bpy.data.objects):
-        bpy.data.objects.remove(obj)
-    props = bpy.ops.curve.tree_add.get_rna_type().properties.keys()
-    preset = {k: v for k, v in preset.items() if k in props}
-    preset.update(useArm=True, showLeaves=True)
-    bpy.ops.curve.tree_add(**preset)
-    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    arm = make_sapling_tree.make_tree(preset_name)
     curve = next(o for o in arm.children if o.type == "CURVE")
     leaves = next(o for o in curve.children if o.type == "MESH")
     return arm, curve, leaves

@@ -61,6 +61,16 @@ def world_points(obj):
     return points_of(obj) @ m[:3, :3].T + m[:3, 3]
 
 
+def simulate_frames(session, start, end):
+    """The bake's frame loop (addon.operators.BakeRun) run to the end; the samples per frame."""
+    from stiff_rods.addon import operators
+    run = operators.BakeRun(bpy.context.scene, session, start, end)
+    while not run.done:
+        run.step()
+    run.close()
+    return run.frames
+
+
 def rope_with_moving_pin():
     """A 2 m rubber rope clamped at x = 0, its far end held by an empty that moves 0.4 m in and 0.3 m up
     over 24 frames (never farther from the clamp than the rope is long)."""
@@ -121,11 +131,7 @@ def pole_in_wind(angle_y_deg):
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     session = SESSIONS["Pole"]
     session.set_wind(operators.wind.SceneWind.from_scene(bpy.context.scene))
-    run = operators.BakeRun(bpy.context.scene, session, 1, 12)
-    while not run.done:
-        run.step()
-    run.close()
-    tip = run.frames[-1][0].co[-1] @ np.array(pole.matrix_world)[:3, :3].T
+    tip = simulate_frames(session, 1, 12)[-1][0].co[-1] @ np.array(pole.matrix_world)[:3, :3].T
     return {"tip_x_m": float(tip[0]), "tip_y_m": float(tip[1]), "frame_after": bpy.context.scene.frame_current}
 
 
@@ -164,15 +170,10 @@ def hooked_curve():
     mod.object = hook
     mod.vertex_indices_set([3 * 3 + 1])            # Bézier point 3: (handle, point, handle) per point
     activate(rope)
-    from stiff_rods.addon import operators
     from stiff_rods.addon.session import SESSIONS
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
-    s = SESSIONS["Rope"]
-    run = operators.BakeRun(bpy.context.scene, s, 1, 12)
-    while not run.done:
-        run.step()
-    run.close()
-    return {"hooked_point_y_m": float(run.frames[-1][0].co[3][1]), "free_end_y_m": float(run.frames[-1][0].co[-1][1])}
+    last = simulate_frames(SESSIONS["Rope"], 1, 12)[-1][0]
+    return {"hooked_point_y_m": float(last.co[3][1]), "free_end_y_m": float(last.co[-1][1])}
 
 
 def storm_on_sapling(zip_unused=None):
@@ -194,10 +195,7 @@ def storm_on_sapling(zip_unused=None):
         assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
         s = SESSIONS[arm.name]
         s.set_wind(operators.wind.SceneWind.from_scene(scene))
-        run = operators.BakeRun(scene, s, 1, 24)
-        while not run.done:
-            run.step()
-        run.close()
+        simulate_frames(s, 1, 24)
         disp = s.sim.positions - s.model.positions
         tips[storm] = float(np.mean(disp[:, 0]))
     return {"mean_dx_calm_m": tips[False], "mean_dx_storm_m": tips[True]}

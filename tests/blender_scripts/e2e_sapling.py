@@ -15,7 +15,6 @@
         OUT_DIR/bpy5/, disables the extension, reopens the result and runs ``verify`` on it.
 Each phase prints one line ``E2E_RESULT {json}``.
 """
-import ast
 import json
 import os
 import sys
@@ -23,27 +22,12 @@ import sys
 import bpy
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
+
 
 def argv():
     return sys.argv[sys.argv.index("--") + 1:]
-
-
-def make_sapling(preset_name):
-    import addon_utils
-    addon_utils.enable("add_curve_sapling", default_set=True)
-    import add_curve_sapling
-    path = os.path.join(os.path.dirname(add_curve_sapling.__file__), "presets", preset_name + ".py")
-    with open(path) as fh:
-        text = fh.read()
-    preset = ast.literal_eval(text[text.index("{"):])
-    for obj in list(bpy.data.objects):
-        bpy.data.objects.remove(obj)
-    props = bpy.ops.curve.tree_add.get_rna_type().properties.keys()
-    preset = {k: v for k, v in preset.items() if k in props}
-    preset.update(useArm=True, showLeaves=True)
-    bpy.ops.curve.tree_add(**preset)
-    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
-    return arm
 
 
 def span_tails(session):
@@ -92,7 +76,7 @@ def run_bake(preset, out, frames, mod):
     if preset is None:
         arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     else:
-        arm = make_sapling(preset)
+        arm = make_sapling_tree.make_tree(preset)
     bpy.context.view_layer.objects.active = arm
     for o in bpy.context.view_layer.objects:
         o.select_set(o == arm)
