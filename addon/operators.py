@@ -129,7 +129,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
             return {"CANCELLED"}
         try:
             self.session.set_wind(wind.SceneWind.from_scene(context.scene))
-            self.session.reset(context.scene.frame_current, context.scene)
+            self.session.reset(context.scene.frame_current, context.scene, live=True)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

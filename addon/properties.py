@@ -30,6 +30,14 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     use_leaves: BoolProperty(name="Leaves", default=True,
                              description="Simulate every leaf of a Sapling tree as its own segment (a thin plate, "
                                          "E 1.2 GPa, G 0.6 GPa) jointed to its branch; off: leaves follow their bones")
+    rest_shape: EnumProperty(
+        name="Rest Shape",
+        items=[("AUTO", "Auto", "Sapling trees: Loaded; curves: Stress-free"),
+               ("LOADED", "Loaded", "The shape as drawn already carries gravity: the joints start pre-stressed "
+                                    "and nothing sags when the simulation starts (trees, stiff branches)"),
+               ("STRESS_FREE", "Stress-free", "The shape as drawn carries no load and sags under gravity "
+                                              "(ropes, cables)")],
+        default="AUTO")
     pin_object: PointerProperty(name="Pin To", type=bpy.types.Object,
                                 description="The rod segment nearest to this object's origin is held by it "
                                             "and follows its animation (a hand, a pole, a moving anchor)")
@@ -42,6 +50,10 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
     substeps: IntProperty(name="Substeps", default=2, min=1, max=100, description="Solver steps per frame")
     iterations: IntProperty(name="Iterations", default=5, min=1, max=100,
                             description="Newton iterations per step at most")
+    live_iterations: IntProperty(name="Live Iterations", default=2, min=1, max=100,
+                                 description="Simulate (live preview): one solver step per frame with at most this "
+                                             "many Newton iterations, so big trees stay interactive; Bake uses "
+                                             "Substeps and Iterations")
     tolerance: FloatProperty(name="Tolerance η", default=1e-6, min=0.0, precision=9,
                              description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this")
     use_scene_gravity: BoolProperty(name="Scene Gravity", default=True,

@@ -12,6 +12,7 @@ import numpy as np
 from ..solver import Simulator, quaternion as quat
 from ..solver.binding import bind_points, carried_points, nearest_segments
 from ..solver.leaves import leaf_frames
+from ..solver.prestress import gravity_prestress
 from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
 
@@ -39,13 +40,15 @@ class Session:
         if settings.use_leaves and src.armature is not None and src.leaves is not None:
             model = self._attach_leaves(model, src)
         self.owner_name = (src.armature or src.curve).name
-        self.pins = PinSet(model, src, settings, scene)   # the model with pinned segments: self.model
-        self.model = self.pins.model
+        self.gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
+        mode = settings.rest_shape
+        self.loaded_rest = mode == "LOADED" or (mode == "AUTO" and src.armature is not None)
+        self.pins = PinSet(model, src, settings, scene)   # the model with pinned segments
+        self.model = self._rest_model()
         fps = scene.render.fps / scene.render.fps_base
         self.frame_time = 1.0 / fps                       # [s]
-        self.gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
-        self.substeps = ss.substeps
-        self.max_iterations, self.tolerance, self.damping = ss.iterations, ss.tolerance, settings.damping
+        self._solver_settings(ss, live=False)
+        self.damping = settings.damping
         self.drag_coefficient = settings.drag_coefficient
         self.wind = None            # addon.wind.SceneWind, set by the operators when the scene has wind
         self.frame = self.start_frame = scene.frame_current
@@ -103,6 +106,16 @@ class Session:
         inv = np.linalg.inv(lm.matrix_world)
         return x @ inv[:3, :3].T + inv[:3, 3]
 
+    def _rest_model(self):
+        """The pinned model, pre-stressed (solver/prestress.py) when its drawn shape is the loaded one."""
+        model = self.pins.model
+        if not self.loaded_rest or not np.any(self.gravity):
+            return model
+        try:
+            return gravity_prestress(model, self.gravity)
+        except ValueError as exc:
+            raise ValueError(f"Rest Shape 'Loaded': {exc}. Use Rest Shape 'Stress-free'") from exc
+
     def _make_sim(self) -> Simulator:
         sim = Simulator(self.model, dt=self.frame_time / self.substeps, max_iterations=self.max_iterations,
                         tolerance=self.tolerance, gravity=self.gravity, damping=self.damping,
@@ -123,11 +136,22 @@ class Session:
         self.wind = wind
         self.sim = self._make_sim()
 
-    def reset(self, frame: int, scene=None) -> None:
+    def _solver_settings(self, ss, live: bool) -> None:
+        """Substeps and iterations: the scene's for a bake; a live preview takes one step per frame with at
+        most ``live_iterations`` Newton iterations (bounded work per timer tick)."""
+        self.live = live
+        self.substeps = 1 if live else ss.substeps
+        self.max_iterations = min(ss.live_iterations, ss.iterations) if live else ss.iterations
+        self.tolerance = ss.tolerance
+
+    def reset(self, frame: int, scene=None, live: bool = False) -> None:
+        """Start over at ``frame`` with the model at rest. With ``scene``: re-read the solver settings (``live``:
+        the live preview's), the pins and the wind there."""
         self.frame = self.start_frame = frame
         if scene is not None:
+            self._solver_settings(scene.stiff_rods, live)
             self._read_scene(scene, frame, first=True)
-            self.model = self.pins.model               # pins are chosen where their objects are at the start
+            self.model = self._rest_model()            # pins are chosen where their objects are at the start
         self.sim = self._make_sim()
 
     def _read_scene(self, scene, frame: int, first: bool = False) -> None:
@@ -227,6 +251,7 @@ class Session:
         else:
             for name, qq in zip(self.source.bone_names, q):
                 pose_bones[name].rotation_quaternion = qq
+        arm.update_tag(refresh={"DATA"})     # foreach_set sends no update: re-evaluate the pose (viewport)
 
     def _pose_order(self, arm):
         if not hasattr(self, "_order"):

@@ -10,6 +10,7 @@ and ``radius[:, 1]``.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -262,6 +263,20 @@ class RodModel:
             merged[self.loops.input_index] = loop
             out[name] = merged
         return out
+
+    def with_rest_darboux(self, rest_darboux) -> "RodModel":
+        """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
+        ``rest_darboux`` (m, 4) instead of the ones taken from the initial pose (pre-stress,
+        solver/prestress.py). :meth:`copy_with` rebuilds from the pose and drops them."""
+        rest = np.asarray(rest_darboux, dtype=float)
+        if rest.shape != (self.n_joints, 4) or not np.all(np.isfinite(rest)):
+            raise ValueError(f"rest_darboux: expected finite shape ({self.n_joints}, 4), got {rest.shape}")
+        norms = np.linalg.norm(rest, axis=1)
+        if np.any(np.abs(norms - 1.0) > 1e-9):
+            raise ValueError(f"rest_darboux[{int(np.argmax(np.abs(norms - 1.0)))}] is not a unit quaternion")
+        new = copy.copy(self)
+        new.rest_darboux = rest
+        return new
 
     def copy_with(self, **changes) -> "RodModel":
         """A new validated model with some constructor arrays replaced (joint arrays in input order,

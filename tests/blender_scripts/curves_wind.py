@@ -146,7 +146,7 @@ def live_curve_step_and_restore():
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     s = SESSIONS["Rope"]
     scene = bpy.context.scene
-    s.reset(scene.frame_current, scene)
+    s.reset(scene.frame_current, scene, live=True)
     for _ in range(6):
         operators.step_live(s, scene)
     moved = float(np.abs(points_of(rope) - rest).max())

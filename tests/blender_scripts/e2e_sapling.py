@@ -16,6 +16,7 @@
 Each phase prints one line ``E2E_RESULT {json}``.
 """
 import json
+import math
 import os
 import sys
 
@@ -24,6 +25,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
+
+
+WIND_MPS = 8.0     # the Wind field's strength: m/s at the default Field Speed of 1 m/s per unit
 
 
 def argv():
@@ -73,10 +77,15 @@ def bpy5_phase(out, frames, zip_path):
 def run_bake(preset, out, frames, mod):
     session_mod = sys.modules[mod + ".addon.session"]
     ops_mod = sys.modules[mod + ".addon.operators"]
+    wind_mod = sys.modules[mod + ".addon.wind"]
     if preset is None:
         arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     else:
         arm = make_sapling_tree.make_tree(preset)
+        # a steady breeze from a Wind force field (+Z of the field object turned to +X): the tree is
+        # pre-stressed (Rest Shape Auto = Loaded), so in still air it would not move at all
+        bpy.ops.object.effector_add(type="WIND", location=(-6.0, 0.0, 3.0), rotation=(0.0, math.pi / 2, 0.0))
+        bpy.context.object.field.strength = WIND_MPS
     bpy.context.view_layer.objects.active = arm
     for o in bpy.context.view_layer.objects:
         o.select_set(o == arm)
@@ -92,16 +101,20 @@ def run_bake(preset, out, frames, mod):
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     s = session_mod.SESSIONS[arm.name]
     result.update(segments=s.model.n_segments, bones=len(s.source.bone_names), branches=len(s.source.branches))
-    # the live step function (the modal timer's body): bones must move, then Esc-like restore
+    # the live step function (the modal timer's body): in still air the pre-stressed tree holds its
+    # shape; in the wind its bones move; then Esc-like restore
     rest = np.array([pb.matrix.to_quaternion() for pb in arm.pose.bones[:50]])
     modes = ops_mod._switch_to_quaternions(arm, s.source.bone_names)
-    s.reset(1)
-    for _ in range(3):
-        ops_mod.step_live(s, scene)
-    bpy.context.view_layer.update()
-    moved = np.array([pb.matrix.to_quaternion() for pb in arm.pose.bones[:50]])
+    for key, blowing in (("still_air_max_bone_change", False), ("live_max_bone_change", True)):
+        scene.frame_set(1)
+        s.set_wind(wind_mod.SceneWind.from_scene(scene) if blowing else None)
+        s.reset(1, scene, live=True)      # as the Simulate operator does
+        for _ in range(3):
+            ops_mod.step_live(s, scene)
+        bpy.context.view_layer.update()
+        moved = np.array([pb.matrix.to_quaternion() for pb in arm.pose.bones[:50]])
+        result[key] = float(np.max(np.abs(moved - rest)))
     result["live_frame"] = scene.frame_current
-    result["live_max_bone_change"] = float(np.max(np.abs(moved - rest)))
     ops_mod._restore_modes(arm, modes)
     scene.frame_set(1)
     # bake (into the saved file: the leaves' point cache goes next to it), then simulate again
@@ -109,11 +122,14 @@ def run_bake(preset, out, frames, mod):
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "tree.blend"))
     assert bpy.ops.stiff_rods.bake(frame_start=1, frame_end=frames) == {"FINISHED"}
     ref = session_mod.Session(arm, scene)
-    ref.reset(1)
+    scene.frame_set(1)
+    ref.set_wind(wind_mod.SceneWind.from_scene(scene))
+    ref.reset(1, scene)
     tails = [span_tails(ref)]
     for _ in range(frames - 1):
-        ref.advance_frame()
+        ref.advance_frame(scene)
         tails.append(span_tails(ref))
+    scene.frame_set(1)
     np.save(os.path.join(out, "expected_tails.npy"), np.array(tails))
     result["leaf_segments"] = 0 if ref.leaf_mesh is None else int(ref.leaf_segments.size)
     if ref.leaf_mesh is not None:
