@@ -20,6 +20,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
             return
         s = obj.stiff_rods
         col = layout.column()
+        col.prop(s, "rod_model")
         col.prop(s, "material")
         if s.material == "CUSTOM":
             col.prop(s, "youngs_modulus_gpa")

@@ -14,6 +14,20 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                ("RUBBER", "Rubber (E 0.05 GPa, G 0.017 GPa, 1100 kg/m³)", "A soft cable"),
                ("CUSTOM", "Custom", "Use the moduli and density below")],
         default="WOOD")
+    rod_model: EnumProperty(
+        name="Rod Model",
+        items=[("STIFF_KKT", "Stiff Rods (direct)", "Deul et al.: rigid segments, 6-D joints, the whole tree's KKT "
+                                                     "system solved directly each iteration (stiff wood, any tree)"),
+               ("STIFF_GS", "Stiff Rods (Gauss–Seidel)", "The same segments and joints solved by XPBD Gauss–Seidel: "
+                                                         "cheaper iterations, soft unless iterated a lot"),
+               ("PAOBCR", "PaOBCR (curves)", "Kugelstadt & Schömer's position and orientation based Cosserat rods: "
+                                             "cheap, for soft hair and cables; curves only, root pin only, no wind"),
+               ("PBER", "PBER (curves)", "Umetani et al.'s position-based elastic rods with ghost points; curves "
+                                         "only, root pin only, no wind"),
+               ("DLO", "Force-based (curves)", "Springs and a torsion quaternion integrated explicitly (symplectic "
+                                               "Euler, substepped to stay stable); curves only, root pin only, "
+                                               "no wind")],
+        default="STIFF_KKT")
     youngs_modulus_gpa: FloatProperty(name="Young's Modulus (GPa)", default=12.5, min=1e-6, soft_max=300.0,
                                       description="Young's modulus E in GPa (bending stiffness E·I)")
     torsion_modulus_gpa: FloatProperty(name="Torsion Modulus (GPa)", default=6.5, min=1e-6, soft_max=150.0,

@@ -13,6 +13,7 @@ from ..solver import Simulator, quaternion as quat
 from ..solver.binding import bind_points, carried_points, nearest_segments
 from ..solver.leaves import leaf_frames
 from ..solver.prestress import gravity_prestress
+from ..solver.rod_set import RodSet
 from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
 
@@ -25,6 +26,8 @@ MATERIALS = {  # E [Pa], G [Pa], ρ [kg/m³]
     "RUBBER": (0.05e9, 0.017e9, 1100.0),
 }
 
+SEED_MODELS = {"PAOBCR": "PaOBCR", "PBER": "PBER", "DLO": "DLO"}   # rod models of the seeds, for curves
+
 
 class Session:
     def __init__(self, obj: bpy.types.Object, scene: bpy.types.Scene):
@@ -36,6 +39,11 @@ class Session:
             src.branches, parents=src.parents, youngs_modulus=youngs, torsion_modulus=torsion,
             density=density, pin_roots=settings.pin_root)
         self.source = src
+        self.material = (youngs, torsion, density)
+        self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
+        if self.rod_model in SEED_MODELS and src.armature is not None:
+            raise ValueError(f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
+                             "a Sapling tree needs a Stiff Rods model")
         self.leaf_mesh = None
         if settings.use_leaves and src.armature is not None and src.leaves is not None:
             model = self._attach_leaves(model, src)
@@ -109,20 +117,37 @@ class Session:
     def _rest_model(self):
         """The pinned model, pre-stressed (solver/prestress.py) when its drawn shape is the loaded one."""
         model = self.pins.model
-        if not self.loaded_rest or not np.any(self.gravity):
+        if not self.loaded_rest or not np.any(self.gravity) or self.rod_model in SEED_MODELS:
             return model
         try:
             return gravity_prestress(model, self.gravity)
         except ValueError as exc:
             raise ValueError(f"Rest Shape 'Loaded': {exc}. Use Rest Shape 'Stress-free'") from exc
 
-    def _make_sim(self) -> Simulator:
+    def _make_sim(self):
+        if self.rod_model in SEED_MODELS:
+            return self._make_rod_set()
         sim = Simulator(self.model, dt=self.frame_time / self.substeps, max_iterations=self.max_iterations,
                         tolerance=self.tolerance, gravity=self.gravity, damping=self.damping,
+                        solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
                         kinematic=self.pins.driver if self.pins.driven else None)
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
         return sim
+
+    def _make_rod_set(self) -> RodSet:
+        """One rod of a seed model per spline (solver/rod_set.py): root clamp and gravity only."""
+        name = SEED_MODELS[self.rod_model]
+        if self.pins.driven:
+            raise ValueError(f"Rod Model '{name}': Pin To and Hook modifiers need a Stiff Rods model")
+        if self.wind is not None:
+            raise ValueError(f"Rod Model '{name}' has no wind drag: turn off Force Fields and Storm, or use a "
+                             "Stiff Rods model")
+        youngs, torsion, density = self.material
+        return RodSet(self.rod_model.lower(), self.model, self.source.branches, self.branch_map.span_segment,
+                      youngs_modulus=youngs, torsion_modulus=torsion, density=density, pin_start=self.pin_root,
+                      iterations=self.max_iterations, dt=self.frame_time / self.substeps, gravity=self.gravity,
+                      damping=self.damping)
 
     @property
     def needs_scene_frames(self) -> bool:

@@ -201,13 +201,58 @@ def storm_on_sapling(zip_unused=None):
     return {"mean_dx_calm_m": tips[False], "mean_dx_storm_m": tips[True]}
 
 
+def seed_models_on_a_rope():
+    """A 2 m rubber rope clamped at x = 0 falls for 12 frames in still air with each Rod Model (the bake's
+    frame loop); PaOBCR also through Bake / Free Bake; then the refusals, each an ERROR report."""
+    from stiff_rods.addon.session import SESSIONS
+    out = {}
+    for model in ("STIFF_KKT", "STIFF_GS", "PAOBCR", "PBER"):
+        clear()
+        rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)], bevel=0.005)
+        s = rope.stiff_rods
+        s.material, s.segment_length, s.rod_model = "RUBBER", 0.1, model
+        activate(rope)
+        assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+        frames = simulate_frames(SESSIONS["Rope"], 1, 12)
+        pts = frames[-1][0].co
+        out[model] = {"end_x_m": float(pts[-1][0]), "end_z_m": float(pts[-1][2]),
+                      "first_point_drift_m": float(np.linalg.norm(np.asarray(pts[0]) - [0.0, 0.0, 2.0]))}
+    rest = points_of(rope).copy()
+    before = snapshot()
+    rope.stiff_rods.rod_model = "PAOBCR"
+    out["bake"] = sorted(bpy.ops.stiff_rods.bake())
+    bpy.context.scene.frame_set(12)
+    out["baked_end_z_m"] = float(world_points(rope)[-1, 2])
+    out["free"] = sorted(bpy.ops.stiff_rods.free_bake())
+    bpy.context.scene.frame_set(1)
+    rope.stiff_rods.rod_model = "STIFF_KKT"
+    out["after_free_diff"] = first_diff(before, snapshot())
+    out["after_free_max_point_error_m"] = float(np.abs(points_of(rope) - rest).max())
+    refusals = {}
+    for name, model, material, wind in (("dlo_wood", "DLO", "WOOD", False), ("paobcr_wind", "PAOBCR", "RUBBER", True)):
+        rope.stiff_rods.rod_model, rope.stiff_rods.material = model, material
+        if wind:
+            bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0))
+            bpy.context.active_object.field.strength = 5.0
+            activate(rope)
+        before = snapshot()
+        try:
+            bpy.ops.stiff_rods.bake()
+            refusals[name] = "no error"
+        except RuntimeError as exc:
+            refusals[name] = str(exc)
+        refusals[name + "_diff"] = first_diff(before, snapshot())
+    out["refusals"] = refusals
+    return out
+
+
 def main():
     zip_path = sys.argv[sys.argv.index("--") + 1]
     install(zip_path)
     out = {"blender": list(bpy.app.version)}
     for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
                      ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
-                     ("hook", hooked_curve), ("storm", storm_on_sapling)]:
+                     ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope)]:
         try:
             out[name] = fn()
         except Exception:
