@@ -33,6 +33,9 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         col.prop(s, "rest_shape")
         col.prop(s, "use_leaves")
         col.prop(s, "pin_object")
+        col.prop(s, "collide")
+        col.prop(s, "friction")
+        col.prop(s, "self_collision")
         col.prop(s, "drag_coefficient")
         sc = context.scene.stiff_rods
         box = layout.box()

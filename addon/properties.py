@@ -55,6 +55,13 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     pin_object: PointerProperty(name="Pin To", type=bpy.types.Object,
                                 description="The rod segment nearest to this object's origin is held by it "
                                             "and follows its animation (a hand, a pole, a moving anchor)")
+    collide: BoolProperty(name="Collide", default=True,
+                          description="Collide with the scene's mesh objects that have a Collision modifier "
+                                      "(Physics > Collision)")
+    friction: FloatProperty(name="Friction μ", default=0.5, min=0.0, soft_max=2.0,
+                            description="Coulomb friction coefficient of the rods' contacts")
+    self_collision: BoolProperty(name="Self Collision", default=False,
+                                 description="Segments of this object collide with each other (costly on trees)")
     drag_coefficient: FloatProperty(name="Drag Coefficient", default=1.2, min=0.0, soft_max=3.0,
                                     description="C_d of the branches' cross-flow drag in wind "
                                                 "(1.2: a circular cylinder at the Reynolds numbers of branches)")

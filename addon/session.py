@@ -12,10 +12,12 @@ import numpy as np
 from ..solver import Simulator, quaternion as quat
 from ..solver.binding import bind_points, carried_points, nearest_segments
 from ..solver.leaves import leaf_frames
+from ..solver.collision import Contacts
 from ..solver.prestress import gravity_prestress
 from ..solver.rod_set import RodSet
 from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
+from .colliders import SceneCollider, collision_objects
 
 SESSIONS: dict[str, "Session"] = {}      # object name → session
 
@@ -59,6 +61,8 @@ class Session:
         self.damping = settings.damping
         self.drag_coefficient = settings.drag_coefficient
         self.wind = None            # addon.wind.SceneWind, set by the operators when the scene has wind
+        self.collide, self.friction, self.self_collision = settings.collide, settings.friction, settings.self_collision
+        self.colliders = self._read_colliders(scene)
         self.frame = self.start_frame = scene.frame_current
         self.sim = self._make_sim()
         self.ms_per_step = 0.0
@@ -133,7 +137,17 @@ class Session:
                         kinematic=self.pins.driver if self.pins.driven else None)
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
+        if self.colliders or self.self_collision:
+            sim.gs_constraints.append(Contacts(self.model, [c.collider for c in self.colliders], friction=self.friction,
+                                               self_collision=self.self_collision))
         return sim
+
+    def _read_colliders(self, scene):
+        """The scene's Collision objects (addon/colliders.py), shaped where they are now (the start frame)."""
+        if not self.collide:
+            return []
+        src = self.source
+        return [SceneCollider(o) for o in collision_objects(scene, exclude=(src.armature, src.curve, src.leaves))]
 
     def _make_rod_set(self) -> RodSet:
         """One rod of a seed model per spline (solver/rod_set.py): root clamp and gravity only."""
@@ -142,6 +156,9 @@ class Session:
             raise ValueError(f"Rod Model '{name}': Pin To and Hook modifiers need a Stiff Rods model")
         if self.wind is not None:
             raise ValueError(f"Rod Model '{name}' has no wind drag: turn off Force Fields and Storm, or use a "
+                             "Stiff Rods model")
+        if self.colliders or self.self_collision:
+            raise ValueError(f"Rod Model '{name}' has no collisions: turn off Collide and Self Collision, or use a "
                              "Stiff Rods model")
         youngs, torsion, density = self.material
         return RodSet(self.rod_model.lower(), self.model, self.source.branches, self.branch_map.span_segment,
@@ -153,7 +170,8 @@ class Session:
     def needs_scene_frames(self) -> bool:
         """True when something the simulation reads is animated in the scene (pin objects, wind fields):
         then every frame is evaluated with ``scene.frame_set`` before it is simulated."""
-        return self.pins.driven or (self.wind is not None and self.wind.animated)
+        return (self.pins.driven or (self.wind is not None and self.wind.animated)
+                or any(c.animated for c in self.colliders))
 
     # -------------------------------------------------------------- stepping
     def set_wind(self, wind) -> None:
@@ -171,10 +189,13 @@ class Session:
 
     def reset(self, frame: int, scene=None, live: bool = False) -> None:
         """Start over at ``frame`` with the model at rest. With ``scene``: re-read the solver settings (``live``:
-        the live preview's), the pins and the wind there."""
+        the live preview's), the pins, the colliders and the wind there."""
         self.frame = self.start_frame = frame
         if scene is not None:
             self._solver_settings(scene.stiff_rods, live)
+            if scene.frame_current != frame:
+                scene.frame_set(frame)
+            self.colliders = self._read_colliders(scene)    # shaped where they are at the start frame
             self._read_scene(scene, frame, first=True)
             self.model = self._rest_model()            # pins are chosen where their objects are at the start
         self.sim = self._make_sim()
@@ -184,6 +205,8 @@ class Session:
             scene.frame_set(frame)       # evaluates animation and drivers: matrix_world is current after it
         t = (frame - self.start_frame) * self.frame_time
         self.pins.read(t, first)
+        for c in self.colliders:
+            c.read(t, first)
         if self.wind is not None:
             self.wind.read(scene, frame, t, first)
 

@@ -98,3 +98,15 @@ def test_every_rod_model_drops_a_rope_and_the_seed_models_bake(result):
     ref = r["refusals"]
     assert "explicit substeps" in ref["dlo_wood"] and ref["dlo_wood_diff"] is None
     assert "no wind drag" in ref["paobcr_wind"] and ref["paobcr_wind_diff"] is None
+
+
+def test_rope_rests_on_the_scenes_collision_objects(result):
+    """Collision-modifier meshes: a plane (the rope's 1 cm radius rests on it within 1 mm), a closed UV sphere
+    of 0.5 m (draped over it: every point 0.5 m + r from the centre within 2 cm, none inside), a plane
+    keyframed up by 0.5 m (the rope rides up with it); an open mesh is refused with the scene unchanged."""
+    r = case(result, "colliders")
+    assert 0.009 <= r["plane"]["min_z_m"] and r["plane"]["max_z_m"] <= 0.011
+    assert 0.5 <= r["sphere"]["min_centre_distance_m"] <= 0.53
+    assert r["sphere"]["min_z_m"] < 0.3                       # it hangs down both sides, not balanced on top
+    assert 0.509 <= r["rising"]["min_z_m"] and r["rising"]["max_z_m"] <= 0.511
+    assert "open mesh" in r["open_mesh"] and r["open_mesh_diff"] is None

@@ -246,13 +246,67 @@ def seed_models_on_a_rope():
     return out
 
 
+def collider(kind, location, **kw):
+    """A mesh primitive with a Collision modifier."""
+    add = {"plane": bpy.ops.mesh.primitive_plane_add, "sphere": bpy.ops.mesh.primitive_uv_sphere_add,
+           "tube": bpy.ops.mesh.primitive_cylinder_add}[kind]
+    add(location=location, **kw)
+    obj = bpy.context.active_object
+    obj.modifiers.new("Collision", "COLLISION")
+    return obj
+
+
+def rope_on_colliders():
+    """A 2 m rubber rope (r = 1 cm, not pinned) falls 36 frames onto: a plane; a UV sphere (r = 0.5 m); a
+    plane keyframed to rise 0.5 m over frames 12–36. And an open tube is refused."""
+    from stiff_rods.addon.session import SESSIONS
+    out = {}
+    for name in ("plane", "sphere", "rising"):
+        clear()
+        bpy.context.scene.frame_end = 36
+        if name == "sphere":
+            ball = collider("sphere", (1.0, 0.0, 0.0), radius=0.5, segments=64, ring_count=32)
+            z0 = 0.8
+        else:
+            ground = collider("plane", (1.0, 0.0, 0.0), size=6.0)
+            z0 = 0.3
+            if name == "rising":
+                ground.keyframe_insert("location", frame=12)
+                ground.location.z = 0.5
+                ground.keyframe_insert("location", frame=36)
+        rope = bezier_curve("Rope", [(0.4 * i, 0.0, z0) for i in range(6)], bevel=0.01)
+        s = rope.stiff_rods
+        s.material, s.segment_length, s.pin_root = "RUBBER", 0.1, False
+        activate(rope)
+        assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+        pts = np.asarray(simulate_frames(SESSIONS["Rope"], 1, 36)[-1][0].co)
+        res = {"min_z_m": float(pts[:, 2].min()), "max_z_m": float(pts[:, 2].max())}
+        if name == "sphere":
+            d = np.linalg.norm(pts - [1.0, 0.0, 0.0], axis=1)
+            res.update(min_centre_distance_m=float(d.min()), middle_z_m=float(pts[len(pts) // 2, 2]))
+        out[name] = res
+    clear()
+    collider("tube", (1.0, 0.0, 0.0), radius=0.3, depth=1.0, end_fill_type="NOTHING")
+    rope = bezier_curve("Rope", [(0.4 * i, 0.0, 1.0) for i in range(6)])
+    activate(rope)
+    before = snapshot()
+    try:
+        bpy.ops.stiff_rods.convert()
+        out["open_mesh"] = "no error"
+    except RuntimeError as exc:
+        out["open_mesh"] = str(exc)
+    out["open_mesh_diff"] = first_diff(before, snapshot())
+    return out
+
+
 def main():
     zip_path = sys.argv[sys.argv.index("--") + 1]
     install(zip_path)
     out = {"blender": list(bpy.app.version)}
     for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
                      ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
-                     ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope)]:
+                     ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope),
+                     ("colliders", rope_on_colliders)]:
         try:
             out[name] = fn()
         except Exception:
