@@ -12,11 +12,24 @@ leading one: a walk, not a slide), ``diverged_at_s`` (the run stops once an over
 radii: coils have passed through each other). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1
 wire radius.
 
-Status: NOT MET. With 3 KKT/GS iterations the contacts do not converge against the stiff, slender
-wire (segments 31 radii long), even with ``response="tree"`` (contact rows through the KKT
-factorisation) and extra sweeps: thousands of coil–coil contacts, coils sink into each other and the
-steps, pass through, and the state blows up within 0.1 s, from the arched start and also for the
-stack resting on the top step. The run stops there and says so (``diverged_at_s``).
+Status: NOT MET. It diverges at 0.08 s from the arch (0.03 s from the stack), 307–335 ms per step,
+~12k contacts. Why (measured one step from the stack at rest, 3 iterations):
+
+* The stack is a stacking problem: the step pushes coil 1 up ~1 mm (g Δt²) into coil 2, and contact
+  Gauss–Seidel moves about one coil per sweep. After one step coils overlap 0.66 mm (local), 0.94 mm
+  (tree), 0.45 mm (tree, 4 pre-sweeps): ~1 wire radius, against a target of 0.1 r.
+* Shock propagation (Macklin et al. 2014, seed 002 §7) with contacts coloured bottom-up fails on a
+  helix: heights rise along the wire, so the matching makes colours of 1–12 contacts, and 4205 of
+  4355 contacts land in the averaged last colour (still 0.5 mm overlap).
+* Joints and contact rows in one sparse direct solve (active set) bring the resting stack to 2e-7 m
+  in 3 iterations (overlap 2e-7 m, duplicate pairs removed), but blow up once the stack moves (Δx of metres within 1–5 steps): one contact
+  point shows up as 3 capsule pairs at every joint (offsets 9, 10, 11 segments), and the closest
+  points of near-parallel chords jump from end to end, so rows depend on each other and on the
+  joints' stretch rows, and the active sets cannot be met (coil 1–3 active with 1–2 and 2–3).
+* The default margin (a radius per side) also makes pairs two and three coils apart (gap 2r, 4r): 2/3
+  of the 4320 self-contacts at rest.
+* The start is not at rest: the bottom coil is a ramp (helix), so the stack stands on one point of it
+  and tips (a real Slinky stands tilted by atan(pitch / coil diameter) ≈ 1.2°).
 
     python3 benchmarks/slinky.py --json      # last stdout line: one JSON object
 """

@@ -10,9 +10,15 @@ positive, joint pivots negative: the matrix is quasi-definite).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-BATCH_MIN = 160   # below this many blocks LAPACK's per-block cost beats the ~70 numpy calls of the batched path
+# Below BATCH_MIN blocks LAPACK (numpy.linalg.inv) beats the ~60 µs of numpy calls of the batched path. Its cost
+# per 6×6 block depends on BLAS threading (measured with OpenBLAS on 2 cores): 0.65 µs single-threaded
+# (OMP_NUM_THREADS=1, crossover ~160 blocks), 3–5 µs with threads (synchronisation; crossover ~20 blocks).
+_ONE_BLAS_THREAD = any(os.environ.get(v) == "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
+BATCH_MIN = 160 if _ONE_BLAS_THREAD else 24
 CHUNK = 2048      # blocks per batch (≈ 0.6 MB per 6×6 array: the temporaries stay in the L2 cache)
 
 

@@ -17,6 +17,13 @@ midrib (−ρ C_n l a⁴ |ω_z| ω_z / 4, exact for a flat plate of half-width a
 turns it edge-on to the flow on its soft stem; the small in-plane part keeps it streaming behind its
 stem, and with turbulence the two make leaves flutter.
 
+Leaf reconfiguration (Vogel 1989, *J. Exp. Bot.* 40:941: broad leaves roll into cones and clusters in
+high winds, so their drag grows like U^(2+B) instead of U², with Vogel exponents B from about −0.3 to
+−1.2 between 10 and 20 m/s): a rigid plate turns edge-on on its petiole (that part is simulated) but
+cannot curl, so above ``leaf_reconfiguration_speed`` U_R = 10 m/s of relative air speed its normal
+coefficient is scaled by ``(|w| / U_R)^B`` with ``leaf_vogel_exponent`` B = −0.7, a middle value of
+Vogel's range (at 30 m/s: × 0.46). B = 0 turns this off.
+
 Drag coefficients (documented defaults): ``cd_branch`` = 1.2, a circular cylinder in subcritical
 cross-flow (10³ < Re < 2·10⁵: twigs and branches up to ~0.3 m in wind below ~10 m/s; Hoerner,
 *Fluid-Dynamic Drag*, 1965, ch. 3); ``cd_leaf_normal`` = 1.17, a flat plate normal to the flow
@@ -49,6 +56,8 @@ RHO_AIR = 1.225               # kg/m³, sea level, 15 °C
 CD_BRANCH = 1.2               # circular cylinder, subcritical Reynolds number
 CD_LEAF_NORMAL = 1.17         # flat plate normal to the flow
 CD_LEAF_TANGENTIAL = 0.05     # skin friction + form drag of a real leaf, along its plane
+LEAF_RECONFIGURATION_SPEED = 10.0   # m/s: above it a leaf's normal drag grows like U^(2+B) (Vogel 1989)
+LEAF_VOGEL_EXPONENT = -0.7
 GAUSS = 0.5 / math.sqrt(3.0)  # 2-point Gauss abscissae ±l/(2√3) along the segment, weights l/2
 MAX_PLATE_SHIFT = 0.5         # a leaf's drag moves it at most this × its length per step (prediction) …
 MAX_PLATE_TURN = 1.0          # … and turns it at most this many rad
@@ -70,7 +79,9 @@ class AerodynamicDrag:
     """
 
     def __init__(self, model: RodModel, wind, *, rho_air: float = RHO_AIR, cd_branch: float = CD_BRANCH,
-                 cd_leaf_normal: float = CD_LEAF_NORMAL, cd_leaf_tangential: float = CD_LEAF_TANGENTIAL):
+                 cd_leaf_normal: float = CD_LEAF_NORMAL, cd_leaf_tangential: float = CD_LEAF_TANGENTIAL,
+                 leaf_reconfiguration_speed: float = LEAF_RECONFIGURATION_SPEED,
+                 leaf_vogel_exponent: float = LEAF_VOGEL_EXPONENT):
         if not isinstance(model, RodModel):
             raise TypeError("model must be a RodModel")
         if not callable(getattr(wind, "velocity", None)):
@@ -84,6 +95,12 @@ class AerodynamicDrag:
         self.cd_branch = _coefficient("cd_branch", cd_branch)
         self.cd_leaf_normal = _coefficient("cd_leaf_normal", cd_leaf_normal)
         self.cd_leaf_tangential = _coefficient("cd_leaf_tangential", cd_leaf_tangential)
+        self.leaf_reconfiguration_speed = float(leaf_reconfiguration_speed)
+        if not (np.isfinite(self.leaf_reconfiguration_speed) and self.leaf_reconfiguration_speed > 0.0):
+            raise ValueError(f"leaf_reconfiguration_speed must be finite and > 0 m/s, got {leaf_reconfiguration_speed}")
+        self.leaf_vogel_exponent = float(leaf_vogel_exponent)
+        if not (np.isfinite(self.leaf_vogel_exponent) and -2.0 < self.leaf_vogel_exponent <= 0.0):
+            raise ValueError(f"leaf_vogel_exponent must be in (−2, 0], got {leaf_vogel_exponent}")
         n = model.n_segments
         leaf = getattr(model, "leaf", None)
         leaf = np.zeros(n, bool) if leaf is None else np.asarray(leaf, bool).reshape(n)
@@ -153,6 +170,9 @@ class AerodynamicDrag:
             w_t = wpl - w_n
             h = half[k_rod:] * self._plate_width[:, None]
             g_n = h * self.cd_leaf_normal * np.abs(wy_p)
+            if self.leaf_vogel_exponent:   # blade curling above U_R: C_n (|w|/U_R)^B (module docstring)
+                rel = np.linalg.norm(wpl, axis=2) / self.leaf_reconfiguration_speed
+                g_n *= np.where(rel > 1.0, np.maximum(rel, 1.0) ** self.leaf_vogel_exponent, 1.0)
             g_t = h * self.cd_leaf_tangential * np.linalg.norm(w_t, axis=2)
             f[k_rod:] = g_n[:, :, None] * w_n + g_t[:, :, None] * w_t
             gain[k_rod:] = np.maximum(g_n, g_t)

@@ -21,6 +21,10 @@ import numpy as np
 from . import quaternion as quat
 
 STRAINS = ("rotation", "eq23")
+_BASIS = np.concatenate((np.eye(3)[None], quat.skew(np.eye(3))))     # E_c with w I + [u]× = Σ_c e_c E_c
+_K_TABLE = _BASIS.reshape(4, 9)                                       # e ↦ w I + [u]×, row-major
+# right multiplication a ⊗ r = M(r) a, M(r) = Σ_j r_j _RIGHT[j]  (_RIGHT[j][c, i] = (e_i ⊗ e_j)_c)
+_RIGHT = np.einsum("ijc->jci", quat.multiply(np.eye(4)[:, None, :], np.eye(4)[None, :, :])).reshape(4, 16)
 
 
 def compliance(model, dt: float, index=slice(None)) -> np.ndarray:
@@ -79,11 +83,13 @@ class _Subset:
 class JointEvaluator:
     """:func:`evaluate` for every joint of a model, for the direct solver's Newton iterations.
 
-    Constants (attachment cross-product matrices, rest rotations, the constant ±I and zero blocks of
-    the Jacobians) are computed once; the Jacobians are written into preallocated arrays together with
-    their transposes, which the KKT assembly needs. ``values(x, q)`` returns ``C`` (m, 6) and keeps
-    what the Jacobians need; ``jacobians()`` then returns ``(J_parent, J_child, J_parentᵀ, J_childᵀ)``
-    (m, 6, 6) at that pose. Returned arrays are reused by the next call: copy them to keep them.
+    Constants (attachment cross-product matrices, the rest rotation folded into a 4×4 matrix per joint,
+    tables that make the bend/twist blocks one small product, the constant ±I and zero blocks of the
+    Jacobians) are computed once; position, orientation and rotation matrix of every segment are packed
+    in one row so each side of the joints is one gather. The Jacobians are written into preallocated
+    arrays together with their transposes, which the KKT assembly needs. ``values(x, q)`` returns ``C``
+    (m, 6) and keeps what the Jacobians need; ``jacobians()`` then returns ``(J_parent, J_child,
+    J_parentᵀ, J_childᵀ)`` (m, 6, 6) at that pose. Returned arrays are reused by the next call: copy them to keep them.
     """
 
     def __init__(self, model, strain: str = "rotation"):
@@ -98,34 +104,56 @@ class JointEvaluator:
         self._skew_child = quat.skew(self.point_child)
         self._inv_l = 1.0 / np.asarray(model.joint_lengths, dtype=float)
         rest = np.asarray(model.rest_darboux, dtype=float)
+        # Bend/twist blocks are linear in e = (w, u): B_child = (s/l)(w I + [u]×) = (s/l) e·_K_TABLE, and
+        # B_parent = −(s/l) Kᵀ R(r⁰)ᵀ = (s/l) e·T per joint, T[c] = −E_cᵀ R(r⁰)ᵀ (E_0 = I, E_c = [e_c]×).
         if strain == "rotation":
-            self._rest_conj = quat.conjugate(rest)
-            self._rest_t = np.ascontiguousarray(np.swapaxes(quat.to_matrix(rest), 1, 2))
+            # e = r̄⁰ ⊗ q̄_p ⊗ q_c = conj(q_p ⊗ r⁰) ⊗ q_c: q_p ⊗ r⁰ = _rest_right q_p, a 4×4 matrix per joint
+            self._rest_right = (rest @ _RIGHT).reshape(m, 4, 4)
+            rest_t = np.swapaxes(quat.to_matrix(rest), 1, 2)
+            self._b_parent_table = np.matmul(-np.swapaxes(_BASIS, 1, 2), rest_t[:, None]).reshape(m, 4, 9)
         else:
             self._rest_strain = (2.0 * self._inv_l)[:, None] * rest[:, 1:]
+            self._b_parent_table = -np.swapaxes(_BASIS, 1, 2).reshape(4, 9)
         self._full = None                                   # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
         self._c = np.empty((m, 6))
+        self._pack = np.empty((0, 16))                      # per segment: x (3), q (4), R(q) (9)
         self._rot_parent = np.empty((m, 6, 3))
         self._rot_child = np.empty((m, 6, 3))
         self._state = None
 
     def values(self, positions: np.ndarray, orientations: np.ndarray) -> np.ndarray:
         """``C`` (m, 6) of Eq. 23 at the pose; returns an internal array."""
-        jp, jc = self.parent, self.child
         positions = np.asarray(positions, dtype=float)
         orientations = np.asarray(orientations, dtype=float)
-        rot = quat.to_matrix(orientations)                # once per segment, gathered per joint
-        rp, rc = rot[jp], rot[jc]
+        n, m = positions.shape[0], self.parent.shape[0]
+        if 2 * m < n:         # a few joints (a Gauss–Seidel colour): rotation matrices of their segments only
+            sides = np.concatenate((self.parent, self.child))
+            g = np.empty((2 * m, 16))
+            g[:, :3] = positions[sides]
+            g[:, 3:7] = orientations[sides]
+            g[:, 7:] = quat.to_matrix(g[:, 3:7]).reshape(2 * m, 9)
+            gp, gc = g[:m], g[m:]
+        else:                 # all joints: each segment's rotation once, packed so each side is one gather
+            if self._pack.shape[0] != n:
+                self._pack = np.empty((n, 16))
+            pack = self._pack
+            pack[:, :3] = positions
+            pack[:, 3:7] = orientations
+            pack[:, 7:] = quat.to_matrix(orientations).reshape(n, 9)
+            gp, gc = pack[self.parent], pack[self.child]
+        rp, rc = gp[:, 7:].reshape(m, 3, 3), gc[:, 7:].reshape(m, 3, 3)
         c = self._c
-        np.subtract(positions[jp], positions[jc], out=c[:, :3])
-        c[:, :3] += np.einsum("kij,kj->ki", rp, self.point_parent)
-        c[:, :3] -= np.einsum("kij,kj->ki", rc, self.point_child)
-        e = quat.multiply_conjugate(orientations[jp], orientations[jc])      # q̄_p q_c
+        stretch = gp[:, :3] - gc[:, :3]
+        stretch += np.einsum("kij,kj->ki", rp, self.point_parent)
+        stretch -= np.einsum("kij,kj->ki", rc, self.point_child)
+        c[:, :3] = stretch
         if self.strain == "rotation":
-            e = quat.multiply(self._rest_conj, e)
+            a = np.einsum("kij,kj->ki", self._rest_right, gp[:, 3:7])          # q_p ⊗ r⁰
+            e = quat.multiply_conjugate(a, gc[:, 3:7])                        # (q_p r⁰)‾ q_c = r̄⁰ q̄_p q_c
             ls = np.where(e[:, 0] < 0.0, -self._inv_l, self._inv_l)       # (1/l)·s, s the short-arc sign
             np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
         else:
+            e = quat.multiply_conjugate(gp[:, 3:7], gc[:, 3:7])              # q̄_p q_c
             ls = self._inv_l
             np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
             c[:, 3:] -= self._rest_strain
@@ -139,21 +167,20 @@ class JointEvaluator:
         if self._state is None:
             raise RuntimeError("JointEvaluator.rotation_columns called before values")
         rp, rc, e, ls = self._state
+        m = e.shape[0]
         rot_p, rot_c = self._rot_parent, self._rot_child
         np.matmul(rp, self._minus_skew_parent, out=rot_p[:, :3])   # ∂(R p)/∂δφ_body = −R [p]×
         np.matmul(rc, self._skew_child, out=rot_c[:, :3])
         # q_p ← q_p ⊗ (1, δφ/2) gives δe = (0, −R(r⁰)ᵀδφ/2) ⊗ e; q_c ← q_c ⊗ (1, δφ/2) gives δe = e ⊗ (0, δφ/2):
         # the body-frame forms of Eqs. 10, 11 times G(q) of Eq. 27. With K = w I + [u]× (e = (w, u)) the child
-        # block is (s/l) K and the parent block −(s/l) Kᵀ R(r⁰)ᵀ (R(r⁰) = I for "eq23", where e = q̄_p q_c).
-        k = quat.skew(e[:, 1:])
-        k.reshape(-1, 9)[:, ::4] = e[:, :1]
-        k *= ls[:, None, None]
-        rot_c[:, 3:] = k
+        # block is (s/l) K and the parent block −(s/l) Kᵀ R(r⁰)ᵀ (R(r⁰) = I for "eq23", where e = q̄_p q_c):
+        # both linear in (s/l) e, so one small product each with the constant tables of __init__.
+        es = e * ls[:, None]
+        rot_c[:, 3:] = (es @ _K_TABLE).reshape(m, 3, 3)
         if self.strain == "rotation":
-            bp = np.matmul(np.swapaxes(k, 1, 2), self._rest_t, out=rot_p[:, 3:])
-            np.negative(bp, out=bp)
+            rot_p[:, 3:] = np.einsum("kc,kcj->kj", es, self._b_parent_table).reshape(m, 3, 3)
         else:
-            np.negative(np.swapaxes(k, 1, 2), out=rot_p[:, 3:])
+            rot_p[:, 3:] = (es @ self._b_parent_table).reshape(m, 3, 3)
         return rot_p, rot_c
 
     def jacobians(self):

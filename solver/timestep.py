@@ -225,12 +225,18 @@ class Simulator:
         v = self.velocities + dt * f * inv_m[:, :3]
         w = self.angular_velocities
         inertia = self.model.inertia
-        torque_body = quat.rotate_inverse(self.orientations, t)
-        w = w + dt * inv_m[:, 3:] * (torque_body - quat.cross(w, inertia * w))
+        gyro = quat.cross(w, inertia * w)
+        if t.any():            # (gravity alone: no torque to turn into the body frame)
+            gyro = quat.rotate_inverse(self.orientations, t) - gyro
+        else:
+            np.negative(gyro, out=gyro)
+        w = w + dt * inv_m[:, 3:] * gyro
         self._x_prev = self.positions.copy()
         self._q_prev = self.orientations.copy()
-        x = np.where(free[:, None], self.positions + dt * v, self.positions)
-        q = np.where(free[:, None], quat.integrate_body(self.orientations, dt * w), self.orientations)
+        x, q = self.positions.copy(), self.orientations.copy()
+        fr = self._free_rows()
+        x[fr] += dt * v[fr]
+        q[fr] = quat.integrate_body(self.orientations[fr], dt * w[fr])
         if self.kinematic is not None and np.any(~free):
             kp, kq = self.kinematic(self.time + dt)
             x[~free] = np.asarray(kp, dtype=float).reshape(-1, 3)
@@ -294,12 +300,18 @@ class Simulator:
         else:
             self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.jacobians())
         dx, dlam = self._kkt.solve(None, rhs)   # Eq. 22: H (Δx, Δλ) = (0, −b)
-        f = self.free_index
-        if f.size and f[-1] - f[0] + 1 == f.size:     # free segments contiguous (e.g. one anchor first or last)
-            f = slice(int(f[0]), int(f[-1]) + 1)      # update in place instead of gathering and scattering
+        f = self._free_rows()
         self.positions[f] += dx[:, :3]
         self.orientations[f] = quat.integrate_body(self.orientations[f], dx[:, 3:])
         self.lam += dlam
+
+    def _free_rows(self):
+        """The free segments as a slice if they are contiguous (e.g. one anchor first or last): updated in
+        place instead of gathered and scattered; else their indices."""
+        f = self.free_index
+        if f.size and f[-1] - f[0] + 1 == f.size:
+            return slice(int(f[0]), int(f[-1]) + 1)
+        return f
 
     def end_step(self) -> None:
         """Lines 16–17: velocities from the position change; damping; finiteness check."""

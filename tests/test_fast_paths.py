@@ -171,3 +171,74 @@ def test_chunked_pivot_inversion_matches_lapack():
     d[k - 1, 5, 5] = 1.0                                         # indefinite, in the last batch
     with pytest.raises(np.linalg.LinAlgError):
         inv_definite(d, -1.0)
+
+
+@pytest.mark.parametrize("strain", ["rotation", "eq23"])
+def test_evaluator_tables_equal_direct_formulas(strain):
+    """JointEvaluator's packed gathers (all joints) and per-joint path (a few joints), the folded rest rotation
+    (r̄⁰ q̄_p q_c = conj(q_p r⁰) q_c) and the constant tables for the bend/twist blocks give the direct formulas
+    to 1e-12, also on the short-arc sign flip."""
+    rng = np.random.default_rng(11)
+    model = bent_model(rng, m=40)
+    ev = JointEvaluator(model, strain=strain)
+    jp, jc, inv_l = model.joint_parent, model.joint_child, 1.0 / model.joint_lengths
+    flipped = 0
+    for trial in range(3):                     # the evaluator's buffers are reused between poses
+        x = model.positions + 0.1 * rng.normal(size=model.positions.shape)
+        q = quat.normalize(model.orientations + 0.8 * rng.normal(size=model.orientations.shape))
+        c = ev.values(x, q).copy()
+        rot_p, rot_c = (a.copy() for a in ev.rotation_columns())
+        rp, rc = quat.to_matrix(q[jp]), quat.to_matrix(q[jc])
+        stretch = (x[jp] - x[jc] + quat.rotate(q[jp], model.joint_point_parent)
+                   - quat.rotate(q[jc], model.joint_point_child))
+        e = quat.multiply(quat.conjugate(q[jp]), q[jc])
+        if strain == "rotation":
+            e = quat.multiply(quat.conjugate(model.rest_darboux), e)
+            ls = np.where(e[:, 0] < 0.0, -inv_l, inv_l)
+            bend = 2.0 * ls[:, None] * e[:, 1:]
+            r0t = np.swapaxes(quat.to_matrix(model.rest_darboux), 1, 2)
+        else:
+            ls = inv_l
+            bend = 2.0 * ls[:, None] * (e[:, 1:] - model.rest_darboux[:, 1:])
+            r0t = np.broadcast_to(np.eye(3), rp.shape)
+        flipped += int(np.sum(e[:, 0] < 0.0))
+        k = quat.skew(e[:, 1:]) + e[:, 0, None, None] * np.eye(3)
+        want_c = np.concatenate((stretch, bend), axis=1)
+        want_p = np.concatenate((-rp @ quat.skew(model.joint_point_parent),
+                                 -ls[:, None, None] * np.swapaxes(k, 1, 2) @ r0t), axis=1)
+        want_c_rot = np.concatenate((rc @ quat.skew(model.joint_point_child), ls[:, None, None] * k), axis=1)
+        for got, want in ((c, want_c), (rot_p, want_p), (rot_c, want_c_rot)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
+        # a few joints (a Gauss–Seidel colour) take the per-joint path: the same rows
+        few = np.array([3, 17, 29])
+        sub_c, sub_p, sub_c_jac = evaluate(model, x, q, few, strain=strain)
+        for got, want in ((sub_c, want_c), (sub_p[:, :, 3:], want_p), (sub_c_jac[:, :, 3:], want_c_rot)):
+            np.testing.assert_allclose(got, want[few], rtol=0, atol=1e-12 * np.max(np.abs(want)))
+    assert flipped > 0                          # the short-arc sign s = −1 was exercised
+
+
+def test_prediction_fast_paths_equal_formula():
+    """begin_step with zero torque (no body-frame rotation of torques) and a non-contiguous set of free segments
+    (gathered, not sliced) gives Algorithm 1's prediction, line 1–3, to round-off; pinned segments stay put."""
+    model = chain(12)
+    pinned = model.pinned.copy(); pinned[6] = True
+    model = model.copy_with(pinned=pinned)
+    rng = np.random.default_rng(3)
+    sim = Simulator(model, dt=0.01)
+    sim.velocities = rng.normal(size=sim.velocities.shape) * (~pinned)[:, None]
+    sim.angular_velocities = rng.normal(size=sim.angular_velocities.shape) * (~pinned)[:, None]
+    for torque in (0.0, 1e-3):
+        sim.torques[:] = torque
+        x0, q0 = sim.positions.copy(), sim.orientations.copy()
+        v0, w0 = sim.velocities.copy(), sim.angular_velocities.copy()
+        sim.begin_step()
+        dt, inertia, mass = sim.dt, model.inertia, model.masses[:, None]
+        tb = quat.rotate_inverse(q0, sim.torques)
+        w = w0 + dt * (tb - np.cross(w0, inertia * w0)) / inertia
+        v = v0 + dt * (sim.forces + mass * sim.gravity) / mass
+        free = ~pinned
+        np.testing.assert_allclose(sim.positions[free], (x0 + dt * v)[free], rtol=0, atol=1e-14)
+        np.testing.assert_allclose(sim.orientations[free], quat.integrate_body(q0, dt * w)[free], rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(sim.positions[pinned], x0[pinned])
+        np.testing.assert_array_equal(sim.orientations[pinned], q0[pinned])
+        sim._restore()

@@ -174,6 +174,23 @@ def test_leaf_plate_drag_normal_and_tangential():
                                rtol=1e-12, atol=1e-14)
 
 
+def test_leaf_drag_reconfigures_above_its_speed_like_vogel():
+    """Face-on plate: F = ½ ρ C_n A u² up to U_R = 10 m/s, then ∝ u^(2+B) (B = −0.7): F(40)/F(20) = 2^1.3,
+    F(20) = full × 2^−0.7; B = 0 gives the flat plate at every speed."""
+    model = leaf_pair(normal_world=(0, 1, 0))
+    sim = Simulator(model, dt=0.001, gravity=(0, 0, 0))
+    area = model.plate_area[1]
+    force = {u: AerodynamicDrag(model, WindField(u, (0, 1, 0)))(sim)[0][1, 1] for u in (8.0, 10.0, 20.0, 40.0)}
+    full = {u: 0.5 * RHO_AIR * CD_LEAF_NORMAL * area * u**2 for u in force}
+    assert force[8.0] == pytest.approx(full[8.0], rel=1e-12) and force[10.0] == pytest.approx(full[10.0], rel=1e-12)
+    assert force[20.0] == pytest.approx(full[20.0] * 2.0 ** -0.7, rel=1e-12)
+    assert force[40.0] / force[20.0] == pytest.approx(2.0 ** 1.3, rel=1e-12)
+    flat = AerodynamicDrag(model, WindField(40.0, (0, 1, 0)), leaf_vogel_exponent=0.0)(sim)[0][1, 1]
+    assert flat == pytest.approx(full[40.0], rel=1e-12)
+    with pytest.raises(ValueError, match="leaf_vogel_exponent"):
+        AerodynamicDrag(model, WindField(1.0, (0, 1, 0)), leaf_vogel_exponent=0.5)
+
+
 def test_leaf_bends_away_from_a_steady_wind():
     """A face-on leaf on its petiole bends downstream in a steady wind and comes to rest there, presenting less
     area: its drag falls below 80 % of the face-on value (reconfiguration)."""
@@ -195,7 +212,7 @@ def test_leaf_drag_is_limited_only_where_its_time_scale_is_below_the_step():
     area, length = model.plate_area[1], model.lengths[1]
     for u, dt, limited in ((30.0, 0.04, True), (3.0, 0.04, False), (30.0, 0.001, False)):
         sim = Simulator(model, dt=dt, gravity=(0, 0, 0))
-        drag = AerodynamicDrag(model, WindField(u, (0, 1, 0)))
+        drag = AerodynamicDrag(model, WindField(u, (0, 1, 0)), leaf_vogel_exponent=0.0)
         f, _ = drag(sim)
         full = 0.5 * RHO_AIR * CD_LEAF_NORMAL * area * u**2
         shift = dt**2 * f[1, 1] / (model.masses[1] + dt * drag.implicit_damping[1, 0])
