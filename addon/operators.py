@@ -12,7 +12,8 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
-from . import keyframes, point_cache, reader, wind
+from ..solver import quaternion as quat
+from . import bones, keyframes, point_cache, reader, wind
 from .session import SESSIONS, Session
 
 PREV_ACTION = "stiff_rods_previous_action"
@@ -51,6 +52,9 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
             return {"CANCELLED"}
         st = s.stats()
         self.report({"INFO"}, f"Stiff Rods: {st['segments']} segments, {st['joints']} joints")
+        if s.prestress_capped:
+            self.report({"WARNING"}, f"{s.prestress_capped} joints are too soft to hold their drawn bend under "
+                                     "gravity (more than 90°): they sag from it (Rest Shape 'Loaded')")
         return {"FINISHED"}
 
 
@@ -191,11 +195,17 @@ class BakeRun:
     and be cancelled between frames; nothing in the scene is changed except the current frame, which
     :meth:`close` gives back."""
 
-    def __init__(self, scene, session: Session, start: int, end: int):
+    def __init__(self, scene, session: Session, start: int, end: int, extra_segments=None):
         self.scene, self.session, self.start, self.end = scene, session, start, end
         self.frame_before = scene.frame_current
         self.frames = []
-        self.sample = session.bone_quaternions if session.source.armature is not None else session.control_points_now
+        if session.source.armature is not None:   # world orientations of the bones' segments (and of the
+            seg = session.bone_segment            # segments of bones the bake will add), made local at the end
+            if extra_segments is not None:
+                seg = np.concatenate((seg, extra_segments))
+            self.sample = lambda: session.sim.orientations[seg].copy()
+        else:
+            self.sample = session.control_points_now
         self.leaf_frames = []
         try:
             session.reset(start, scene)
@@ -257,8 +267,14 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self._run = None
+        self._plan = None
+        arm = s.source.armature
         try:
-            self._run = BakeRun(scene, s, start, end)
+            if arm is not None and s.add_bones:
+                self._plan = bones.plan_missing_bones(s)
+                if self._plan is not None:
+                    bones.check_editable(arm)
+            self._run = BakeRun(scene, s, start, end, None if self._plan is None else self._plan.segments)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -339,8 +355,8 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         s, start, end = run.session, run.start, run.end
         arm = s.source.armature
         if arm is not None:
-            written = self._write_bones(arm, s, np.array(run.frames), start, end)
-            what = f"{len(s.source.bone_names)} bones"
+            written, n_bones = self._write_bones(arm, s, np.array(run.frames), start, end, self._plan)
+            what = f"{n_bones} bones" + (f" ({len(self._plan.names)} added)" if self._plan else "")
             if run.leaf_frames:
                 self._write_leaves(arm, s, np.array(run.leaf_frames), start)
                 what += f" and {s.leaf_segments.size} leaves"
@@ -354,11 +370,24 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         return {"FINISHED"}
 
     @staticmethod
-    def _write_bones(arm, s, quats, start, end) -> int:
+    def _write_bones(arm, s, q_seg, start, end, plan) -> tuple:
+        """Bone rotation keys from the segments' world orientations per frame ``q_seg`` (F, B, 4), after
+        adding the planned bones (addon/bones.py); returns (F-curves written, bones keyed)."""
+        names, parent, seg = list(s.source.bone_names), s.source.bone_parent, s.bone_segment
+        rest = s.bone_rest
+        if plan is not None:
+            bones.add_bones(arm, plan)
+            index = {n: i for i, n in enumerate(names + plan.names)}
+            parent = np.concatenate((parent, [index[p] if p is not None else -1 for p in plan.parents])).astype(np.int64)
+            new_rest = np.array([np.array(arm.data.bones[n].matrix_local)[:3, :3] for n in plan.names])
+            rest = np.concatenate((rest, quat.from_matrix(new_rest)))
+            names += plan.names
+            seg = np.concatenate((seg, plan.segments))
+        quats = bones.local_quaternions(q_seg, s.model.orientations[seg], rest, parent, s.armature_rotation)
         _keep_previous_action(arm, arm)
         arm[PREV_MODES] = json.dumps(_switch_to_quaternions(arm, s.source.bone_names))
         action = keyframes.new_bake_action(arm)
-        return keyframes.write_bone_quaternions(action, arm, s.source.bone_names, np.arange(start, end + 1), quats)
+        return keyframes.write_bone_quaternions(action, arm, names, np.arange(start, end + 1), quats), len(names)
 
     @staticmethod
     def _write_leaves(arm, s, frames, start) -> None:
@@ -415,6 +444,8 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
         if previous is not None and PREV_FAKE_USER in owner:
             previous.use_fake_user = bool(owner[PREV_FAKE_USER])
         bpy.data.actions.remove(action)
+        if owner.type == "ARMATURE":
+            bones.remove_added_bones(owner)
         if owner.type == "ARMATURE" and PREV_MODES in owner:
             _restore_modes(owner, json.loads(owner[PREV_MODES]))
         if owner.type == "CURVE" and PREV_POINTS in owner:

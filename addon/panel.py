@@ -32,6 +32,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         col.prop(s, "pin_root")
         col.prop(s, "rest_shape")
         col.prop(s, "use_leaves")
+        col.prop(s, "add_bones")
         col.prop(s, "pin_object")
         col.prop(s, "collide")
         col.prop(s, "friction")

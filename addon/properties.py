@@ -52,6 +52,10 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                ("STRESS_FREE", "Stress-free", "The shape as drawn carries no load and sags under gravity "
                                               "(ropes, cables)")],
         default="AUTO")
+    add_bones: BoolProperty(name="Bones for All Branches", default=True,
+                            description="Bake adds bones (named and shaped like Sapling's) for simulated branches "
+                                        "that have none, so every branch moves in the baked animation; Free Bake "
+                                        "removes them")
     pin_object: PointerProperty(name="Pin To", type=bpy.types.Object,
                                 description="The rod segment nearest to this object's origin is held by it "
                                             "and follows its animation (a hand, a pole, a moving anchor)")
@@ -71,7 +75,7 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
     substeps: IntProperty(name="Substeps", default=2, min=1, max=100, description="Solver steps per frame")
     iterations: IntProperty(name="Iterations", default=5, min=1, max=100,
                             description="Newton iterations per step at most")
-    live_iterations: IntProperty(name="Live Iterations", default=2, min=1, max=100,
+    live_iterations: IntProperty(name="Live Iterations", default=1, min=1, max=100,
                                  description="Simulate (live preview): one solver step per frame with at most this "
                                              "many Newton iterations, so big trees stay interactive; Bake uses "
                                              "Substeps and Iterations")

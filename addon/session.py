@@ -17,6 +17,7 @@ from ..solver.prestress import gravity_prestress
 from ..solver.rod_set import RodSet
 from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
+from .bones import local_quaternions
 from .colliders import SceneCollider, collision_objects
 
 SESSIONS: dict[str, "Session"] = {}      # object name → session
@@ -43,6 +44,7 @@ class Session:
         self.source = src
         self.material = (youngs, torsion, density)
         self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
+        self.add_bones = settings.add_bones
         if self.rod_model in SEED_MODELS and src.armature is not None:
             raise ValueError(f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
                              "a Sapling tree needs a Stiff Rods model")
@@ -121,12 +123,14 @@ class Session:
     def _rest_model(self):
         """The pinned model, pre-stressed (solver/prestress.py) when its drawn shape is the loaded one."""
         model = self.pins.model
+        self.prestress_capped = 0
         if not self.loaded_rest or not np.any(self.gravity) or self.rod_model in SEED_MODELS:
             return model
-        try:
-            return gravity_prestress(model, self.gravity)
-        except ValueError as exc:
-            raise ValueError(f"Rest Shape 'Loaded': {exc}. Use Rest Shape 'Stress-free'") from exc
+        info = {}
+        # joints too soft to hold their drawn bend (a willow's whips) get at most 90° and sag from there
+        model = gravity_prestress(model, self.gravity, max_angle=0.5 * np.pi, info=info)
+        self.prestress_capped = info["clamped"]
+        return model
 
     def _make_sim(self):
         if self.rod_model in SEED_MODELS:
@@ -231,18 +235,10 @@ class Session:
 
         With ΔA the segment's rotation since rest in armature space and Q the bone's rest rotation,
         a bone's pose-space rotation is ``Q⁻¹ (ΔA_parent⁻¹ ΔA) Q`` (rotation keys only: heads follow
-        the parent chain because the joints hold them)."""
-        m = self.model
-        q_now = self.sim.orientations[self.bone_segment]
-        q_rest = m.orientations[self.bone_segment]
-        d_world = quat.multiply(q_now, quat.conjugate(q_rest))
-        qa = np.broadcast_to(self.armature_rotation, d_world.shape)
-        d_arm = quat.multiply(quat.multiply(quat.conjugate(qa), d_world), qa)
-        parent = self.source.bone_parent
-        d_parent = np.where((parent >= 0)[:, None], d_arm[np.maximum(parent, 0)], [1.0, 0.0, 0.0, 0.0])
-        x = quat.multiply(quat.conjugate(d_parent), d_arm)
-        local = quat.multiply(quat.multiply(quat.conjugate(self.bone_rest), x), self.bone_rest)
-        return np.where(local[:, :1] < 0.0, -local, local)   # a continuous, shortest-arc sign for keys
+        the parent chain because the joints hold them); see :func:`addon.bones.local_quaternions`."""
+        seg = self.bone_segment
+        return local_quaternions(self.sim.orientations[seg], self.model.orientations[seg], self.bone_rest,
+                                 self.source.bone_parent, self.armature_rotation)
 
     def _bind_control_points(self):
         """Every curve control point (and Bézier handle) bound to the nearest segment of its own rod."""

@@ -64,7 +64,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blend", default=str(_blender.ROOT / "sample_blends" / "white_birch.blend"))
     ap.add_argument("--ticks", type=int, default=20)
-    ap.add_argument("--live-iterations", type=int, default=2, help="the scene's Live Iterations (default 2)")
+    ap.add_argument("--live-iterations", type=int, default=1, help="the scene's Live Iterations (default 1)")
     ap.add_argument("--wind", type=float, default=10.0, help="steady wind speed [m/s] (0: still air)")
     ap.add_argument("--leaves", action="store_true", help="every leaf a segment (the target is without)")
     ap.add_argument("--json", action="store_true")

@@ -12,24 +12,32 @@ leading one: a walk, not a slide), ``diverged_at_s`` (the run stops once an over
 radii: coils have passed through each other). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1
 wire radius.
 
-Status: NOT MET. It diverges at 0.08 s from the arch (0.03 s from the stack), 307–335 ms per step,
-~12k contacts. Why (measured one step from the stack at rest, 3 iterations):
+Status: NOT MET (session 3). Contacts are now ``self_contacts="points"`` (one row per physical contact
+point, solver/collision.py) solved with ``response="direct"`` (joints + contact normal rows in one SuperLU
+solve per iteration, primal–dual active set, solver/contact_kkt.py), frictionless (``direct_friction=False``).
+Measured (steel wire r = 0.7 mm, 50 coils × 10 segments, arch start, 3 iterations, dt = 10 ms):
 
-* The stack is a stacking problem: the step pushes coil 1 up ~1 mm (g Δt²) into coil 2, and contact
-  Gauss–Seidel moves about one coil per sweep. After one step coils overlap 0.66 mm (local), 0.94 mm
-  (tree), 0.45 mm (tree, 4 pre-sweeps): ~1 wire radius, against a target of 0.1 r.
-* Shock propagation (Macklin et al. 2014, seed 002 §7) with contacts coloured bottom-up fails on a
-  helix: heights rise along the wire, so the matching makes colours of 1–12 contacts, and 4205 of
-  4355 contacts land in the averaged last colour (still 0.5 mm overlap).
-* Joints and contact rows in one sparse direct solve (active set) bring the resting stack to 2e-7 m
-  in 3 iterations (overlap 2e-7 m, duplicate pairs removed), but blow up once the stack moves (Δx of metres within 1–5 steps): one contact
-  point shows up as 3 capsule pairs at every joint (offsets 9, 10, 11 segments), and the closest
-  points of near-parallel chords jump from end to end, so rows depend on each other and on the
-  joints' stretch rows, and the active sets cannot be met (coil 1–3 active with 1–2 and 2–3).
-* The default margin (a radius per side) also makes pairs two and three coils apart (gap 2r, 4r): 2/3
-  of the 4320 self-contacts at rest.
-* The start is not at rest: the bottom coil is a ramp (helix), so the stack stands on one point of it
-  and tips (a real Slinky stands tilted by atan(pitch / coil diameter) ≈ 1.2°).
+* Resting stack (``start="stack"``), no friction: after each of the first 6 steps every contact row is
+  met (≥ −1e-7 m) and the exact capsule gaps stay ≥ −0.022 mm (0.03 r); 8 active-set rounds with both
+  kinds of change per round are needed (one kind per round, or 4 rounds, leaves rows 0.3–1.3 mm deep).
+* Arch, frictionless: gaps ≥ −0.0014 mm (0.002 r) to t = 0.09 s, −0.21 mm (0.3 r) at 0.10–0.12 s,
+  back to ≈ 0 at 0.13–0.19 s; without friction the two ends slide together on the steps (x 0.07/0.33 →
+  0.28/0.29 m by 0.24 s), the arch collapses onto itself and coils pass through each other at ~0.25 s.
+  Median step 275 ms (500–1800 contacts, up to 8 factorisations per iteration).
+* With friction (Gauss–Seidel friction sweep before each direct solve, ``direct_friction=True``) it
+  diverges at 0.05–0.08 s: the sweep's local moves (one segment's mass) break joints (bend residual
+  0.1 → 1.4) and push coils into others faster than the direct solve restores them. Friction rows belong
+  in the direct solve (sticking rows, cone clamp by an active set), not done.
+* Contact generation: the old capsule pairs found each contact point ~3 times (and pairs two coils
+  apart); "points" gives one vertex–vertex row where joint points face each other on near-parallel rods,
+  a joint point against the other axis otherwise (two rows per overlapping chord pair), one row where
+  segments cross inside; margin a quarter of the two radii plus the points' predicted relative motion.
+  Crossing rods meeting at joint points get two point-on-axis rows (two balls would be unstable).
+* 10 segments per coil: chords of a 35 mm coil sag 1.7 mm (> the wire diameter) from the helix; 25 coils
+  × 20 segments diverged earlier (0.06 s) from the same arch, not investigated further.
+
+Next: friction inside the direct solve; a start at rest tilted by atan(pitch / coil diameter) and pushed
+over the edge; cost (one factorisation reused across active-set rounds by low-rank updates).
 
     python3 benchmarks/slinky.py --json      # last stdout line: one JSON object
 """
@@ -87,9 +95,10 @@ def arch_axis(u: np.ndarray, x0: float, x1: float, z0: float, z1: float, lift: f
 
 def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_radius: float = 0.0007,
         steps_count: int = 5, rise: float = 0.06, run_m: float = 0.2, seconds: float = 10.0, dt: float = 0.01,
-        iterations: int = 3, friction: float = 0.4, self_friction: float = 0.1, sweeps: int = 2, pre_sweeps: int = 4,
+        iterations: int = 3, friction: float = 0.4, self_friction: float = 0.1, sweeps: int = 1, pre_sweeps: int = 0,
         lift: float = 0.12, damping: float = 0.2, start: str = "arch", youngs_modulus: float = 200e9,
-        torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "tree") -> dict:
+        torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "direct",
+        self_contacts: str = "points", margin=None, verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Rest shape: coils stacked with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
@@ -118,7 +127,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         sim.positions[:] = model.positions + [0.5 * run_m, 0.0, wire_radius * 1.01]
     contacts = Contacts(model, colliders, friction=friction, self_collision=True, self_friction=self_friction,
                         sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
-                        response=response)
+                        response=response, self_contacts=self_contacts, margin=margin)
     sim.gs_constraints.append(contacts)
 
     def step_under(x):
@@ -143,11 +152,15 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             flips += 1
             lead = new_lead
         trail_step.append(min(step_under(ends_x[0]), step_under(ends_x[1])))
+        if verbose:
+            print(f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap*1e3:.4f} "
+                  f"col_gap {col_gap*1e3:.4f} mm  ms {times[-1]*1e3:.0f}  ends_x {ends_x}", flush=True)
         if worst > 10.0 * wire_radius:          # coils have passed through each other: stop, report it
             diverged_at = sim.time
+            trail_step.pop()                    # the exploded pose says nothing about the stairs
             break
     return {
-        "stairs_descended": int(trail_step[-1]),
+        "stairs_descended": int(trail_step[-1]) if trail_step else 0,
         "max_penetration_m": worst,
         "wire_radius_m": wire_radius,
         "max_penetration_over_wire_radius": worst / wire_radius,
@@ -161,7 +174,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "diverged_at_s": diverged_at,
         "contacts_last_step": contacts.n_contacts,
         "com_drop_m": float(-(sim.positions[:, 2].mean() - arched_x[:, 2].mean())),
-        "target_met": bool(diverged_at is None and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
+        "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 
 

@@ -30,11 +30,18 @@ from scipy.sparse import coo_matrix, identity
 from scipy.spatial import cKDTree
 
 from . import quaternion as quat
-from .colliders import Collider, closest_points_on_segments
+from .colliders import Collider, closest_point_parameter, closest_points_on_segments
+from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 
 
 def _empty(n: int, *tail) -> np.ndarray:
     return np.zeros((n,) + tail)
+
+
+# How the two points of a contact are found in every sweep: both material points fixed for the step
+# (a collider contact, two joint points), a fixed point of a against the closest point of b's axis, or the
+# closest points of both axes (crossing segments).
+FIXED, SLIDE_B, SLIDE_BOTH = 0, 1, 2
 
 
 class Contacts:
@@ -49,6 +56,16 @@ class Contacts:
     overlap at rest are skipped); ``compliance`` [m/N] of the normal constraint (0: rigid); ``sweeps``
     Gauss–Seidel sweeps over the contacts per ``project`` call; ``max_colours``: colours per sweep at
     most (each costs a few dozen numpy calls); contacts beyond them are averaged (Jacobi) in the last.
+    ``self_contacts``: ``"pairs"`` (one contact per pair of capsules whose gap is below the margin) or
+    ``"points"`` (one contact per physical contact point: every joint point against the closest point of
+    the other rod's axis, a local minimum along it; two joint points closer than a tenth of a radius
+    along the axis are one vertex–vertex contact; two segments crossing with both closest points
+    interior; margin: ``margin`` (default a quarter of the two radii) plus the two points' predicted
+    relative motion, so coils stacked two apart make no contacts). ``response``: ``"local"`` (Eq. 21 with
+    the two segments' masses), ``"tree"`` (normal rows applied through the tree's KKT factorisation),
+    ``"direct"`` (joints, contact normal rows and two friction rows per contact in one sparse direct
+    solve per sweep, :mod:`solver.contact_kkt`; no Gauss–Seidel pass); ``direct_compliance`` [m/N]
+    of the contact rows in that solve (keeps nearly coincident rows from a singular system).
 
     After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
     ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
@@ -57,7 +74,8 @@ class Contacts:
     def __init__(self, model, colliders: Sequence[Collider] = (), *, friction: float = 0.0,
                  self_collision=False, self_friction: float | None = None, margin: float | None = None,
                  exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
-                 max_colours: int = 32, pre_sweeps: int = 0, response: str = "local"):
+                 max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
+                 self_contacts: str = "pairs", direct_compliance: float = 1e-7):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -75,9 +93,17 @@ class Contacts:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
         self.max_colours = int(max_colours)
         self.pre_sweeps = int(pre_sweeps)
-        if response not in ("local", "tree"):
-            raise ValueError(f"response must be 'local' or 'tree', got {response!r}")
+        if response not in ("local", "tree", "direct"):
+            raise ValueError(f"response must be 'local', 'tree' or 'direct', got {response!r}")
+        if self_contacts not in ("pairs", "points"):
+            raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self_contacts!r}")
+        if not (np.isfinite(direct_compliance) and direct_compliance > 0.0):
+            raise ValueError(f"direct_compliance must be finite and > 0 m/N, got {direct_compliance}")
         self.response = response
+        self.self_contacts = self_contacts
+        self.direct_compliance = float(direct_compliance)
+        self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
+        self._joint_rows = None
         self.friction = float(friction)
         self.self_friction = self.friction if self_friction is None else float(self_friction)
         self.margin = margin
@@ -96,6 +122,7 @@ class Contacts:
             exclude_hops = 1 + int(np.ceil(2.0 * self.radius.max() / model.lengths.min()))
         self.exclude_hops = int(exclude_hops)
         self._excluded = self._near_pairs(self.exclude_hops) if self._self_segments.size > 1 else np.zeros(0, np.int64)
+        self._vertex_table()
         self._rng_seed = 0
         self.sa = self.sb = np.zeros(0, np.int64)
         self.normal_impulse = np.zeros(0)
@@ -114,6 +141,134 @@ class Contacts:
         i, j = reach.nonzero()
         keep = i < j
         return np.unique(i[keep].astype(np.int64) * n + j[keep])
+
+    def _vertex_table(self) -> None:
+        """Joint points of the self-colliding segments, each once (topology, computed once): a segment's −z
+        end, and its +z end where no successor's −z end is jointed to it. ``_succ``/``_pred`` (n,): the
+        segment across a segment's +z / −z end (−1 if none), ``_vid_lo``/``_vid_hi`` (n,): vertex ids."""
+        m, n = self.model, self.model.n_segments
+        succ, pred = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        half_p, half_c = 0.5 * m.lengths[m.joint_parent], 0.5 * m.lengths[m.joint_child]
+        tol = 1e-9 * np.maximum(half_p, half_c)
+        at_end = (np.abs(m.joint_point_parent[:, 2] - half_p) < tol) & (np.abs(m.joint_point_child[:, 2] + half_c) < tol)
+        at_end &= np.all(np.abs(m.joint_point_parent[:, :2]) < tol[:, None], axis=1)
+        at_end &= np.all(np.abs(m.joint_point_child[:, :2]) < tol[:, None], axis=1)
+        member = np.zeros(n, bool)
+        member[self._self_segments] = True
+        at_end &= member[m.joint_parent] & member[m.joint_child]
+        succ[m.joint_parent[at_end]] = m.joint_child[at_end]
+        pred[m.joint_child[at_end]] = m.joint_parent[at_end]
+        segs = self._self_segments
+        hi_own = segs[succ[segs] < 0]
+        self._v_seg = np.concatenate((segs, hi_own))                       # owner segment of each vertex
+        self._v_z = np.concatenate((-0.5 * m.lengths[segs], 0.5 * m.lengths[hi_own]))
+        self._v_other = np.concatenate((np.where(pred[segs] >= 0, pred[segs], segs), hi_own))
+        self._vid_lo = np.full(n, -1, np.int64)
+        self._vid_lo[segs] = np.arange(segs.size)
+        self._vid_hi = np.full(n, -1, np.int64)
+        self._vid_hi[hi_own] = segs.size + np.arange(hi_own.size)
+        has = succ >= 0
+        self._vid_hi[has] = self._vid_lo[succ[has]]
+        self._succ, self._pred = succ, pred
+
+    def _material_shift(self, seg, z, x, q, x_pred, q_pred):
+        """Predicted displacement [m] over the step of the axis points z of segments seg."""
+        zz = np.zeros((seg.size, 3))
+        zz[:, 2] = z
+        return x_pred[seg] + quat.rotate(q_pred[seg], zz) - x[seg] - quat.rotate(q[seg], zz)
+
+    def _point_contacts(self, x, q, x_pred, q_pred):
+        """Self contacts, one per physical contact point (``self_contacts="points"``): i, j, z_i, z_j,
+        normal (from j to i), r_i + r_j, mode (:data:`FIXED` joint point pair, :data:`SLIDE_B` joint point
+        against an axis, :data:`SLIDE_BOTH` crossing segments)."""
+        segs = self._self_segments
+        if segs.size < 2:
+            return None
+        m, n = self.model, self.model.n_segments
+        a_end, b_end = self._segment_ends(x, q)
+        move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * m.lengths * np.linalg.norm(
+            quat.body_rotation_vector(q, q_pred), axis=1)
+        base = 0.5 * self.radius if self.margin is None else np.full(n, self.margin)
+        reach = self.radius + base + 2.0 * move
+        rmax = reach[segs].max()
+        vs, vz = self._v_seg, self._v_z
+        vp = np.where((vz < 0)[:, None], a_end[vs], b_end[vs])
+        found = cKDTree(vp).sparse_distance_matrix(cKDTree(x[segs]), 0.5 * m.lengths[segs].max() + 2.0 * rmax,
+                                                   output_type="ndarray")
+        v, b = found["i"].astype(np.int64), segs[found["j"]]
+        own, other = vs[v], self._v_other[v]
+        keep = (own != b) & (other != b)
+        keep &= ~np.isin(np.minimum(own, b) * n + np.maximum(own, b), self._excluded)
+        keep &= ~np.isin(np.minimum(other, b) * n + np.maximum(other, b), self._excluded)
+        v, b = v[keep], b[keep]
+        p = vp[v]
+        ab = b_end[b] - a_end[b]
+        lb2 = np.einsum("ij,ij->i", ab, ab)
+        t_raw = np.einsum("ij,ij->i", p - a_end[b], ab) / lb2
+        # A local minimum along b's rod: a point beyond b's +z end belongs to the successor; one before its
+        # −z end is that joint point only if it is also beyond the predecessor's +z end (a convex corner).
+        pr = self._pred[b]
+        ab_pred = b_end[np.maximum(pr, 0)] - a_end[np.maximum(pr, 0)]
+        beyond_pred = np.einsum("ij,ij->i", p - a_end[b], ab_pred) >= 0.0
+        keep = ~((t_raw >= 1.0) & (self._succ[b] >= 0)) & ~((t_raw <= 0.0) & (pr >= 0) & ~beyond_pred)
+        v, b, p, t_raw, lb = v[keep], b[keep], p[keep], t_raw[keep], np.sqrt(lb2[keep])
+        t = np.clip(t_raw, 0.0, 1.0)
+        d = p - a_end[b] - t[:, None] * (b_end[b] - a_end[b])
+        dist = np.linalg.norm(d, axis=1)
+        rest = self.radius[vs[v]] + self.radius[b]
+        zv = vz[v]
+        zb = (t - 0.5) * m.lengths[b]
+        rel = np.linalg.norm(self._material_shift(vs[v], zv, x, q, x_pred, q_pred)
+                             - self._material_shift(b, zb, x, q, x_pred, q_pred), axis=1)
+        close = dist - rest < 0.5 * (base[vs[v]] + base[b]) + rel
+        v, b, t, lb, d, dist, rest, zb = v[close], b[close], t[close], lb[close], d[close], dist[close], rest[close], zb[close]
+        # Within a tenth of a radius of a joint point of b the contact is that joint point's: one
+        # vertex–vertex row, found once whichever side generated it ...
+        snap = 0.1 * self.radius[b]
+        # ... where the two rods run nearly parallel there (two balls are unstable where two crossing
+        # cylinders are not: crossing rods keep a joint point against the other's axis, from both sides).
+        own_axis = quat.rotate(q[vs[v]], np.tile([0.0, 0.0, 1.0], (v.size, 1)))
+        parallel = np.linalg.norm(np.cross(own_axis, (b_end[b] - a_end[b]) / lb[:, None]), axis=1) < 0.2
+        lo, hi = parallel & (t * lb < snap), parallel & ((1.0 - t) * lb < snap)
+        w = np.where(lo, self._vid_lo[b], np.where(hi, self._vid_hi[b], -1))
+        vv = w >= 0
+        key = np.where(vv, np.minimum(v, w) * (self._v_seg.size + 1) + np.maximum(v, w), -1 - np.arange(v.size))
+        _, first = np.unique(key, return_index=True)
+        pick = np.zeros(v.size, bool)
+        pick[first] = True
+        v, b, w, vv, d, dist, rest, zb = v[pick], b[pick], w[pick], vv[pick], d[pick], dist[pick], rest[pick], zb[pick]
+        seg_j = np.where(vv, self._v_seg[np.maximum(w, 0)], b)
+        zj = np.where(vv, self._v_z[np.maximum(w, 0)], zb)
+        seg_i, zi = vs[v], vz[v]
+        pi = x[seg_i] + quat.rotate(q[seg_i], np.stack((0 * zi, 0 * zi, zi), 1))
+        pj = x[seg_j] + quat.rotate(q[seg_j], np.stack((0 * zj, 0 * zj, zj), 1))
+        d = pi - pj
+        dist = np.linalg.norm(d, axis=1)
+        mode = np.where(vv, FIXED, SLIDE_B)
+        # Crossing segments whose closest points are both inside (away from joint points by a tenth of a
+        # radius) and not near-parallel (there the joint points' rows carry the contact).
+        pairs = self._self_pairs(x, q, base + move)
+        if pairs is not None and pairs[0].size:
+            i2, j2, s2, t2, d2, dist2, rest2, _, _ = pairs
+            li, lj = m.lengths[i2], m.lengths[j2]
+            inside = (s2 * li > 0.1 * self.radius[i2]) & ((1 - s2) * li > 0.1 * self.radius[i2]) & \
+                     (t2 * lj > 0.1 * self.radius[j2]) & ((1 - t2) * lj > 0.1 * self.radius[j2])
+            ui, uj = (b_end[i2] - a_end[i2]) / li[:, None], (b_end[j2] - a_end[j2]) / lj[:, None]
+            inside &= np.linalg.norm(np.cross(ui, uj), axis=1) > 0.2
+            inside &= dist2 - rest2 < 0.5 * (base[i2] + base[j2]) + move[i2] + move[j2]
+            seg_i, seg_j = np.concatenate((seg_i, i2[inside])), np.concatenate((seg_j, j2[inside]))
+            zi = np.concatenate((zi, (s2[inside] - 0.5) * li[inside]))
+            zj = np.concatenate((zj, (t2[inside] - 0.5) * lj[inside]))
+            d, dist = np.vstack((d, d2[inside])), np.concatenate((dist, dist2[inside]))
+            rest = np.concatenate((rest, rest2[inside]))
+            mode = np.concatenate((mode, np.full(int(inside.sum()), SLIDE_BOTH)))
+        if seg_i.size == 0:
+            return None
+        fallback = np.cross(b_end[seg_i] - a_end[seg_i], b_end[seg_j] - a_end[seg_j])
+        fn = np.linalg.norm(fallback, axis=1)
+        fallback = np.where(fn[:, None] > 1e-12, fallback / np.maximum(fn, 1e-300)[:, None], [0.0, 0.0, 1.0])
+        normal = np.where(dist[:, None] > 1e-9 * rest[:, None], d / np.maximum(dist, 1e-300)[:, None], fallback)
+        return seg_i, seg_j, zi, zj, normal, rest, mode
 
     # ------------------------------------------------------------------ contact generation
     def _segment_ends(self, x, q):
@@ -231,9 +386,16 @@ class Contacts:
             sa, sb, za, zb = seg, np.full(seg.size, -1, np.int64), z, np.zeros(seg.size)
             point_b, normal, anchor_b = surface, nrm, surface - shift
             rest, mu = self.radius[seg], m
-        selfc = self._self_candidates(x, q, margin)
+        mode = np.full(sa.size, FIXED)
+        if self.self_contacts == "points":
+            selfc = self._point_contacts(x, q, x_pred, q_pred)
+        else:
+            selfc = self._self_candidates(x, q, margin)
+            if selfc is not None:
+                selfc = selfc + (np.full(selfc[0].size, SLIDE_BOTH),)
         if selfc is not None:
-            i, j, zi, zj, nrm, rr = selfc
+            i, j, zi, zj, nrm, rr, md = selfc
+            mode = np.concatenate((mode, md))
             sa, sb = np.concatenate((sa, i)), np.concatenate((sb, j))
             za, zb = np.concatenate((za, zi)), np.concatenate((zb, zj))
             point_b = np.vstack((point_b, np.zeros((i.size, 3))))
@@ -241,9 +403,10 @@ class Contacts:
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
-        self.point_b, self.normal, self.rest, self.mu = point_b, normal, rest, mu
+        self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
         self.normal_impulse = np.zeros(sa.size)
         self.tangent_impulse = np.zeros((sa.size, 3))
+        self._sliding = np.zeros((sa.size, 2), np.int8)
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
         self._all = self._batch(np.arange(sa.size), x, q, anchor_b)
@@ -262,6 +425,7 @@ class Contacts:
         sbs = np.where(env, sa, sb)                 # a collider contact's b side: a massless stand-in
         body_b = (~env).astype(float)
         b = dict(idx=idx, sa=sa, sb=sbs, env=env, all_env=bool(np.all(env)), share=self._share[idx],
+                 slide_b=self.mode[idx] == SLIDE_B, slide_both=self.mode[idx] == SLIDE_BOTH,
                  inv_m_a=self._inv_mass[sa], inv_i_a=self._inv_inertia[sa],
                  inv_m_b=self._inv_mass[sbs] * body_b, inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
                  half_a=0.5 * m.lengths[sa], half_b=0.5 * m.lengths[sbs],
@@ -325,12 +489,17 @@ class Contacts:
         xa, xb = sim.positions[sa], sim.positions[sb]
         axis_a, axis_b = rot_a[:, :, 2], rot_b[:, :, 2]
         za, zb = self.za[idx], self.zb[idx]
+        pa = xa + za[:, None] * axis_a
         if not b["all_env"]:
             ha, hb = b["half_a"][:, None] * axis_a, b["half_b"][:, None] * axis_b
-            s, t = closest_points_on_segments(xa - ha, xa + ha, xb - hb, xb + hb)
-            za = np.where(env, za, (2.0 * s - 1.0) * b["half_a"])
-            zb = np.where(env, 0.0, (2.0 * t - 1.0) * b["half_b"])
-        pa = xa + za[:, None] * axis_a
+            both, one = b["slide_both"], b["slide_b"]
+            if both.any():
+                s, t = closest_points_on_segments(xa - ha, xa + ha, xb - hb, xb + hb)
+                za = np.where(both, (2.0 * s - 1.0) * b["half_a"], za)
+                zb = np.where(both, (2.0 * t - 1.0) * b["half_b"], zb)
+                pa = xa + za[:, None] * axis_a
+            if one.any():
+                zb = np.where(one, (2.0 * closest_point_parameter(pa, xb - hb, xb + hb) - 1.0) * b["half_b"], zb)
         pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
         return rot_a, rot_b, za, zb, pa, pb
 
@@ -373,8 +542,12 @@ class Contacts:
         for _ in range(self.sweeps):
             if self.response == "tree":
                 self._project_through_tree(sim)
-            for batch in self._batches:
-                residual = max(residual, self._project_batch(sim, batch))
+            if self.response != "direct":
+                for batch in self._batches:
+                    residual = max(residual, self._project_batch(sim, batch))
+            else:
+                self._project_direct(sim)
+                residual = max(residual, float(np.max(-self.gaps(sim), initial=0.0)))
         return residual
 
     def _project_batch(self, sim, b) -> float:
@@ -418,6 +591,16 @@ class Contacts:
                         -impulse[body], b["merge_b"])
         return float(res.max()) if res.size else 0.0
 
+    def _free_gradients(self, sim, b, n, za, zb, na_body, nb_body):
+        """Free index of each side (−1: pinned or a collider) and the generalised gradient (k, 6) of a unit
+        normal row on it: ∂C/∂(x, δφ_body) = (±n, ±z e₃ × Rᵀn)."""
+        free_of = np.full(self.model.n_segments, -1)
+        free_of[sim.free_index] = np.arange(sim.free_index.size)
+        fa, fb = free_of[b["sa"]], np.where(b["env"], -1, free_of[b["sb"]])
+        ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
+        gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
+        return fa, fb, ga, gb
+
     def _project_through_tree(self, sim) -> None:
         """All normal contact rows at once, applied through the tree's KKT factorisation of this
         iteration (Eq. 22 with the contact forces as right-hand side, as ``loop_closing`` does for
@@ -438,12 +621,7 @@ class Contacts:
         w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
             self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
         dlam = np.maximum(lam - (c + at * lam) / np.maximum(w + at, 1e-300), 0.0) - lam
-        free_of = np.full(self.model.n_segments, -1)
-        free_of[sim.free_index] = np.arange(sim.free_index.size)
-        fa, fb = free_of[b["sa"]], np.where(b["env"], -1, free_of[b["sb"]])
-        # Generalised force of a unit row on each side: (n, z e₃ × R⁺n) (translation, body rotation).
-        ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
-        gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
+        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
         zero_joint = np.zeros_like(sim.lam)
 
         def respond(d):
@@ -482,3 +660,74 @@ class Contacts:
         """Record the deepest remaining penetration of this step's contacts [m]."""
         g = self.gaps(sim)
         self.max_penetration = float(max(0.0, -g.min())) if g.size else 0.0
+
+    def _project_direct(self, sim) -> None:
+        """Joints, all contact normal rows and their friction rows in one sparse direct solve
+        (:mod:`solver.contact_kkt`): a contact held by a stack of others is met in one solve, not one coil
+        per sweep, and friction moves the whole rod, not one segment (no Gauss–Seidel pass that the next
+        joint solve undoes)."""
+        if self.n_contacts == 0 or sim.solver != "kkt" or self.model.n_joints == 0:
+            return
+        if self._joint_rows is None:
+            # reads the Simulator's joint sides, masses and evaluator (no public accessor yet)
+            self._joint_rows = JointRows(sim.free_index.size, sim._seg_a, sim._seg_b)
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(b, pa, pb)
+        lam = self.normal_impulse
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
+        friction, basis = None, None
+        if np.any(self.mu > 0.0):
+            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at)
+        joint_rhs = sim._joint_values() + sim.alpha_tilde * sim.lam
+        jp, jc, _, _ = sim._joint_eval.jacobians()
+        dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
+            self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
+            c + at * lam, np.full(c.size, at), lam, touch=self.direct_touch * self.rest, friction=friction)
+        self.normal_impulse = np.maximum(lam + dl_c, 0.0)
+        if friction is not None:
+            # the last round's impulses, kept inside the box μ λ_n (rows that still violate it are clamped)
+            bound = (self.mu * self.normal_impulse)[:, None]
+            lt = np.clip(friction.lam + dl_t, -bound, bound)
+            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+            self._sliding = friction.sliding
+        sim.lam += dl_joint
+        f = sim.free_index
+        sim.positions[f] += dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
+
+    def _friction_rows(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, at):
+        """Two tangential rows per contact for the direct solve: C_t, the relative displacement of the two
+        material points since the start of the step along t₁ (the slip direction, so the box is the cone
+        for a sliding contact) and t₂ = n × t₁. Returns the rows and the basis (t₁, t₂)."""
+        start_a = b["x0_a"] + za[:, None] * b["r0_a"][:, :, 2]
+        start_b = np.where(b["env"][:, None], b["anchor_b"], b["x0_b"] + zb[:, None] * b["r0_b"][:, :, 2])
+        rel = (pa - start_a) - (pb - start_b)
+        tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
+        slip = np.sqrt(np.einsum("ij,ij->i", tang, tang))
+        # no slip yet: any tangent (the axis least along n crossed with n)
+        helper = np.eye(3)[np.argmin(np.abs(n), axis=1)]
+        perp = np.cross(n, helper)
+        perp /= np.linalg.norm(perp, axis=1)[:, None]
+        moving = slip > 1e-12 * self.rest
+        t1 = np.where(moving[:, None], tang / np.maximum(slip, 1e-300)[:, None], perp)
+        t2 = np.cross(n, t1)
+        ga, gb, c_t, lam_t = [], [], [], []
+        for t in (t1, t2):
+            ta_body, tb_body = np.einsum("kji,kj->ki", rot_a, t), np.einsum("kji,kj->ki", rot_b, t)
+            _, _, g_a, g_b = self._free_gradients(sim, b, t, za, zb, ta_body, tb_body)
+            ga.append(g_a)
+            gb.append(g_b)
+            c_t.append(np.einsum("ij,ij->i", t, rel))
+            lam_t.append(np.einsum("ij,ij->i", t, self.tangent_impulse))
+        c_t, lam_t = np.stack(c_t, axis=1), np.stack(lam_t, axis=1)
+        # a sliding row keeps sliding against its slip (t₁ turns with it; t₂ along the old impulse)
+        sliding = np.where(self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1,
+                                                        np.sign(lam_t)), 0).astype(np.int8)
+        alpha = np.full(c_t.shape, at)
+        rows = FrictionRows(np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t,
+                            self.mu, sliding)
+        return rows, (t1, t2)

@@ -78,10 +78,15 @@ def _subtree_sums(values: np.ndarray, order: np.ndarray, pred: np.ndarray, ok_se
 
 
 def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str = "rotation",
-                      iterations: int = 4) -> RodModel:
+                      iterations: int = 4, max_angle: float | None = None, info: dict | None = None) -> RodModel:
     """A copy of ``model`` whose rest Darboux quaternions make its pose a static equilibrium under
     ``gravity`` [m/s²] (module docstring). ``strain`` must match the Simulator's joint strain ("rotation",
-    the default, or "eq23"). Returns the model unchanged if no joint is statically determinate."""
+    the default, or "eq23"). Returns the model unchanged if no joint is statically determinate.
+
+    A joint too soft to hold its pose needs a rest rotation of 180° or more away from it: that raises
+    ``ValueError``, unless ``max_angle`` [rad] is given, which caps every joint's pre-bend (such joints then
+    sag from the modelled pose until they carry the rest of their load). ``info``, if given, receives
+    ``clamped`` (how many joints were capped) and ``max_prebend_rad`` (the largest pre-bend applied)."""
     g = np.asarray(gravity, dtype=float).reshape(3)
     if not np.all(np.isfinite(g)):
         raise ValueError(f"gravity must be finite, got {gravity!r}")
@@ -110,8 +115,14 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
         jk = np.where(child_away[:, None, None], jc, jp)
         lam = np.linalg.solve(np.swapaxes(jk, 1, 2), -wrench[:, :, None])[:, :, 0]
         target = -alpha * lam[:, 3:]                                   # C_bend/twist = −α λ
-        h = target * half_l[:, None]
-        if np.max(np.sum(h * h, axis=1)[ok], initial=0.0) >= 1.0:
+        h = target * half_l[:, None]              # |h| = sin(θ/2), θ the pre-bend rotation
+        norm = np.sqrt(np.sum(h * h, axis=1))
+        if max_angle is not None:
+            cap = np.sin(0.5 * min(float(max_angle), np.pi - 1e-6))
+            over = ok & (norm > cap)
+            h[over] *= (cap / norm[over])[:, None]
+            norm = np.minimum(norm, cap)
+        elif np.max(norm[ok], initial=0.0) >= 1.0:
             raise ValueError("prestress: gravity bends a joint past 180° at the modelled pose; the model is "
                              "too soft to hold this shape (raise the Young's modulus or the radii)")
         if strain == "rotation":   # r̄ e0 = d = (√(1−|h|²), h)  ⇒  r = e0 d̄
@@ -122,4 +133,7 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
             new = np.concatenate((np.sqrt(np.clip(1.0 - np.sum(im * im, axis=1), 0.0, None))[:, None], im), axis=1)
         rest = np.where(ok[:, None], new, model.rest_darboux)
         current = model.with_rest_darboux(rest)
+    if info is not None:
+        info["clamped"] = int(np.sum(over)) if max_angle is not None else 0
+        info["max_prebend_rad"] = float(2.0 * np.arcsin(np.max(norm[ok], initial=0.0)))
     return current

@@ -163,7 +163,7 @@ def test_tree_response_holds_a_thin_steel_wire_on_a_plane_in_three_iterations():
     assert sink["tree"] < 1e-6
 
 
-def slope_run(degrees, mu, seconds=0.4, dt=1 / 200):
+def slope_run(degrees, mu, seconds=0.4, dt=1 / 200, response="local", iterations=10):
     """A rod along the fall line of an inclined plane, released at rest; returns the slide distance [m]."""
     th = np.radians(degrees)
     r = 0.01
@@ -171,28 +171,32 @@ def slope_run(degrees, mu, seconds=0.4, dt=1 / 200):
     normal = np.array([np.sin(th), 0, np.cos(th)])
     pts = np.linspace(0, 0.2, 6)[:, None] * down + r * normal
     model = rod_from_polyline(pts, r, 1e9)
-    sim = Simulator(model, dt=dt, max_iterations=10, tolerance=1e-6)
-    sim.gs_constraints.append(Contacts(model, [Plane(normal, 0.0)], friction=mu))
+    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=1e-6)
+    sim.gs_constraints.append(Contacts(model, [Plane(normal, 0.0)], friction=mu, response=response))
     x0 = sim.positions.mean(axis=0)
     sim.run(int(round(seconds / dt)))
     return (sim.positions.mean(axis=0) - x0) @ down
 
 
-def test_friction_holds_a_rod_on_a_20_degree_slope_but_not_on_60_degrees():
+@pytest.mark.parametrize("response, iterations", [("local", 10), ("direct", 3)])
+def test_friction_holds_a_rod_on_a_20_degree_slope_but_not_on_60_degrees(response, iterations):
+    """Gauss–Seidel friction, and friction rows in the direct solve (sticking rows, sliding ones on the
+    Coulomb box found by the active set) with 3 iterations per step."""
     mu, t = 0.5, 0.4
-    assert abs(slope_run(20, mu, t)) < 1e-6                             # tan 20° = 0.36 < μ: sticks
-    slide = slope_run(60, mu, t)
+    assert abs(slope_run(20, mu, t, response=response, iterations=iterations)) < 1e-6   # tan 20° < μ: sticks
+    slide = slope_run(60, mu, t, response=response, iterations=iterations)
     expect = 0.5 * G * (np.sin(np.radians(60)) - mu * np.cos(np.radians(60))) * t**2
     assert slide == pytest.approx(expect, rel=0.03)                    # kinetic: a = g (sin θ − μ cos θ)
 
 
-def test_friction_carries_a_rod_on_an_animated_conveyor():
+@pytest.mark.parametrize("response", ["local", "direct"])
+def test_friction_carries_a_rod_on_an_animated_conveyor(response):
     speed, mu, r = 0.5, 0.5, 0.01
     belt = Box(half_extents=(5, 1, 0.1), pose=lambda t: (np.array([speed * t, 0, -0.1]), np.array([1.0, 0, 0, 0])))
     pts = np.stack([np.linspace(-0.1, 0.1, 5), np.zeros(5), np.full(5, r)], 1)
     model = rod_from_polyline(pts, r, 1e9)
     sim = Simulator(model, dt=1 / 200, max_iterations=10, tolerance=1e-6)
-    sim.gs_constraints.append(Contacts(model, [belt], friction=mu))
+    sim.gs_constraints.append(Contacts(model, [belt], friction=mu, response=response))
     sim.run(20)                     # 0.1 s: still accelerating at μ g = 4.9 m/s² (reaches the belt at 0.102 s)
     v_mid = sim.velocities[:, 0].mean()
     assert v_mid == pytest.approx(mu * G * 0.1, rel=0.05)
@@ -282,9 +286,115 @@ def test_bad_input_is_rejected_naming_the_item():
         Contacts(model, friction=-0.1)
     with pytest.raises(ValueError, match="response"):
         Contacts(model, response="global")
+    with pytest.raises(ValueError, match="self_contacts"):
+        Contacts(model, self_contacts="edges")
+    with pytest.raises(ValueError, match="direct_compliance"):
+        Contacts(model, response="direct", direct_compliance=0.0)
     with pytest.raises(ValueError, match="radius"):
         Sphere(radius=0.0)
     with pytest.raises(ValueError, match="half_extents"):
         Box(half_extents=(1, -1, 1))
     with pytest.raises(ValueError, match=r"faces\[1\]"):
         Mesh(np.eye(3), np.array([[0, 1, 2], [0, 1, 3]]), 0.1)
+
+
+# ---------------------------------------------------------------------------------------- one row per contact point
+def rods(polylines, r, youngs_modulus=1e8, density=1000.0):
+    """One model of several rods (joints within each rod only)."""
+    parts = [rod_from_polyline(p, r, youngs_modulus, density=density) for p in polylines]
+    offsets = np.cumsum([0] + [p.n_segments for p in parts])
+
+    def cat(name, shift=False):
+        return np.concatenate([getattr(p, name) + (o if shift else 0) for p, o in zip(parts, offsets)])
+
+    return RodModel.from_arrays(cat("positions"), cat("orientations"), cat("lengths"), cat("radii"), cat("densities"),
+                                joint_parent=cat("joint_parent", True), joint_child=cat("joint_child", True),
+                                youngs_modulus=youngs_modulus)
+
+
+def generated(model, **kw):
+    sim = Simulator(model, dt=0.01, gravity=(0, 0, 0))
+    contacts = Contacts(model, self_collision=True, **kw)
+    contacts.begin_step(sim)
+    return contacts
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.5])
+def test_point_contacts_are_one_row_per_contact_point_of_two_parallel_rods(shift):
+    """Two parallel rods of N = 10 segments touching along their length: joint points aligned give one
+    vertex–vertex row per joint point (N + 1), shifted by half a segment two rows per overlapping
+    chord pair (each rod's joint points on the other's axis, 2N); capsule pairs give each point ~3 times."""
+    r, n, l = 0.01, 10, 0.05
+    x = np.arange(n + 1) * l
+    model = rods([np.stack((x, 0 * x, 0 * x), 1), np.stack((x + shift * l, 0 * x, 0 * x + 2 * r), 1)], r)
+    points = generated(model, self_contacts="points")
+    pairs = generated(model)
+    if shift == 0.0:
+        assert points.n_contacts == n + 1
+        assert np.all(points.mode == 0)
+    else:
+        assert points.n_contacts == 2 * n
+        assert np.all(points.mode == 1)
+        # every joint point of either rod over the other's axis is found once
+        found = np.concatenate((points.sa[:, None], points.za[:, None]), axis=1)
+        assert np.unique(np.round(found, 9), axis=0).shape[0] == 2 * n
+    assert pairs.n_contacts >= 2.5 * points.n_contacts * (1.0 if shift == 0 else 0.5)
+    np.testing.assert_allclose(points.rest, 2 * r)
+
+
+def test_point_contacts_of_two_crossing_rods_is_one_interior_row():
+    """Rods crossing at right angles, 2.4 radii apart: one segment–segment row at the crossing (both
+    closest points inside their segments), no joint-point rows (those are far from the other axis)."""
+    r = 0.01
+    s = np.linspace(-0.25, 0.25, 6)            # the crossing point is the middle of a 0.1 m segment
+    model = rods([np.stack((s, 0 * s, 0 * s), 1), np.stack((0 * s, s, 0 * s + 2.4 * r), 1)], r)
+    c = generated(model, self_contacts="points")
+    assert c.n_contacts == 1 and c.mode[0] == 2
+    np.testing.assert_allclose(np.abs(c.normal[0]), [0, 0, 1], atol=1e-12)
+
+
+def test_point_contact_margin_skips_pairs_two_layers_apart():
+    """Three parallel rods stacked touching: capsule pairs with a radius of margin also join the bottom
+    and top rods (gap ~2r); the points' margin (a quarter of the radii) only touching neighbours."""
+    r, x = 0.01, np.linspace(0, 0.5, 11)
+    model = rods([np.stack((x, 0 * x, 0 * x + 1.98 * k * r), 1) for k in range(3)], r)   # 1 % overlap
+    rod_of = np.repeat(np.arange(3), 10)
+    for mode, far in (("points", False), ("pairs", True)):
+        c = generated(model, self_contacts=mode, margin=None)
+        layers = np.abs(rod_of[c.sa] - rod_of[c.sb])
+        assert np.any(layers == 2) == far
+        assert np.all(layers >= 1)
+
+
+def log_pile(layers=6, r=0.005, per_rod=10):
+    """A log-cabin pile: layers of two parallel steel-like rods (0.2 m), each layer across the one below,
+    touching (centre distance 2r), resting on a floor at z = 0."""
+    s = np.linspace(-0.1, 0.1, per_rod + 1)
+    lines = []
+    for k in range(layers):
+        for off in (-0.06, 0.06):
+            along, across = s, np.full_like(s, off)
+            xy = (along, across) if k % 2 == 0 else (across, along)
+            lines.append(np.stack((xy[0], xy[1], np.full_like(s, r + 2 * r * k)), 1))
+    return rods(lines, r, youngs_modulus=2e9, density=7850.0)
+
+
+def test_direct_response_holds_a_log_pile_in_three_iterations():
+    """Six layers of rods crossing each other, 3 KKT iterations per 10 ms step: contact Gauss–Seidel
+    (one segment's mass per row) lets the stack sink into itself (~1.7 r), the direct joint+contact solve
+    keeps every gap within 0.1 radius (measured exactly by capsule distances)."""
+    r = 0.005
+    model = log_pile(r=r)
+    worst = {}
+    for response, kind in (("local", "pairs"), ("direct", "points")):
+        sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+        contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response=response, self_contacts=kind)
+        sim.gs_constraints.append(contacts)
+        deepest = 0.0
+        for _ in range(25):
+            sim.step()
+            deepest = max(deepest, -min(contacts.surface_gaps(sim)))
+        worst[response] = deepest / r
+    assert worst["direct"] < 0.1
+    assert worst["local"] > 2.0 * worst["direct"]
+

@@ -97,6 +97,21 @@ def test_too_soft_to_hold_the_shape_raises():
         gravity_prestress(soft, G)
 
 
+def test_too_soft_joints_are_capped_when_asked():
+    """With max_angle the pre-bend is capped (here 30°) instead of raising: the capped joints sag, the others
+    hold; info says how many were capped."""
+    soft = horizontal_rod(e=2e6)
+    info = {}
+    capped = gravity_prestress(soft, G, max_angle=np.radians(30.0), info=info)
+    assert info["clamped"] > 0 and info["max_prebend_rad"] == pytest.approx(np.radians(30.0), rel=1e-9)
+    c = joint_constraint.evaluate(capped, soft.positions, soft.orientations, with_jacobians=False)
+    angle = 2 * np.arcsin(np.linalg.norm(c[:, 3:], axis=1) * soft.joint_lengths / 2)
+    assert np.max(angle) == pytest.approx(np.radians(30.0), rel=1e-9)
+    stiff_info = {}
+    gravity_prestress(horizontal_rod(), G, max_angle=np.radians(30.0), info=stiff_info)
+    assert stiff_info["clamped"] == 0 and stiff_info["max_prebend_rad"] < np.radians(30.0)
+
+
 def test_bad_rest_darboux_is_refused():
     plain = horizontal_rod()
     with pytest.raises(ValueError, match="rest_darboux"):

@@ -18,6 +18,7 @@ Each phase prints one line ``E2E_RESULT {json}``.
 import json
 import math
 import os
+import shutil
 import sys
 
 import bpy
@@ -74,6 +75,20 @@ def bpy5_phase(out, frames, zip_path):
     verify_phase(work, frames, export=False)
 
 
+def prune_twig_bones(arm):
+    """Delete the bones of every terminal branch (no other branch's bone hangs from it): a rig like the one
+    Sapling makes for mesh trees (bones only for the first armLevels levels). The bake adds them back."""
+    import re
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = arm.data.edit_bones
+    spline = {b.name: int(re.match(r"bone(\d+)\.", b.name).group(1)) for b in eb}
+    carrying = {spline[b.parent.name] for b in eb if b.parent is not None and spline[b.parent.name] != spline[b.name]}
+    for b in [b for b in eb if spline[b.name] not in carrying]:
+        eb.remove(b)
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
 def run_bake(preset, out, frames, mod):
     session_mod = sys.modules[mod + ".addon.session"]
     ops_mod = sys.modules[mod + ".addon.operators"]
@@ -86,6 +101,8 @@ def run_bake(preset, out, frames, mod):
         # pre-stressed (Rest Shape Auto = Loaded), so in still air it would not move at all
         bpy.ops.object.effector_add(type="WIND", location=(-6.0, 0.0, 3.0), rotation=(0.0, math.pi / 2, 0.0))
         bpy.context.object.field.strength = WIND_MPS
+        if preset == "small_pine":
+            prune_twig_bones(arm)
     bpy.context.view_layer.objects.active = arm
     for o in bpy.context.view_layer.objects:
         o.select_set(o == arm)
@@ -100,7 +117,8 @@ def run_bake(preset, out, frames, mod):
     arm.stiff_rods.use_leaves = preset in (None, "quaking_aspen", "white_birch")
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     s = session_mod.SESSIONS[arm.name]
-    result.update(segments=s.model.n_segments, bones=len(s.source.bone_names), branches=len(s.source.branches))
+    result.update(segments=s.model.n_segments, bones=len(s.source.bone_names), branches=len(s.source.branches),
+                  prestress_capped=s.prestress_capped)
     # the live step function (the modal timer's body): in still air the pre-stressed tree holds its
     # shape; in the wind its bones move; then Esc-like restore
     rest = np.array([pb.matrix.to_quaternion() for pb in arm.pose.bones[:50]])
@@ -116,10 +134,13 @@ def run_bake(preset, out, frames, mod):
         result[key] = float(np.max(np.abs(moved - rest)))
     result["live_frame"] = scene.frame_current
     ops_mod._restore_modes(arm, modes)
+    s.write_rest()                         # as Esc does: the leaves mesh back where it was
     scene.frame_set(1)
     # bake (into the saved file: the leaves' point cache goes next to it), then simulate again
     # independently for the reference tails and leaf vertices
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "tree.blend"))
+    anim = arm.animation_data
+    result["action_before_bake"] = anim.action.name if anim and anim.action else None
     assert bpy.ops.stiff_rods.bake(frame_start=1, frame_end=frames) == {"FINISHED"}
     ref = session_mod.Session(arm, scene)
     scene.frame_set(1)
@@ -141,7 +162,21 @@ def run_bake(preset, out, frames, mod):
     action = arm.animation_data.action
     result["baked_action"] = action.name
     result["layered_action"] = hasattr(action, "layers") and len(action.layers) > 0
+    result["bones_added"] = len(arm.get("stiff_rods_added_bones", []))
+    result["bones_after_bake"] = len(arm.data.bones)
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "tree.blend"))
+    # Free Bake gives back the armature as it was: the added bones go, the action goes, the leaves' point
+    # cache file goes (kept aside here and put back: the verify phase plays the saved bake)
+    cache = json.loads(arm[ops_mod.PREV_LEAF_CACHE])["file"] if ops_mod.PREV_LEAF_CACHE in arm else None
+    if cache:
+        shutil.copy(cache, cache + ".keep")
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.stiff_rods.free_bake() == {"FINISHED"}
+    result["leaf_cache_removed"] = None if cache is None else not os.path.exists(cache)
+    if cache:
+        shutil.move(cache + ".keep", cache)
+    result["bones_after_free"] = len(arm.data.bones)
+    result["action_after_free"] = arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
     print("E2E_RESULT " + json.dumps(result))
 
 

@@ -1,0 +1,172 @@
+"""Bones for the simulated branches that Sapling gave none, and bone-local rotations from segment motion.
+
+Sapling's curve trees get a bone on every span, but its mesh trees only on the first ``armLevels`` levels,
+and artists prune rigs by hand; the tree curve follows the armature through bone envelopes, so a branch
+without bones would stand still in a baked animation while its parent sways. With *Bones for All Branches* the bake adds one bone per span of
+every such branch, the way Sapling makes its own: named ``bone<spline>.<point>``, head and tail at the
+span's control points, envelope radii = the points' radii, envelope distance 1 mm, the first bone of a
+branch parented to the bone of the parent span it grows from (not connected), the others connected in a
+chain. Free Bake removes exactly those bones (their names are kept on the armature object).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..solver import quaternion as quat
+
+ADDED_BONES = "stiff_rods_added_bones"
+ENVELOPE_DISTANCE = 0.001     # m, Sapling's
+
+
+@dataclass
+class BonePlan:
+    """New bones, parents first: ``names``, ``parents`` (a bone name, existing or new, or None), ``head``
+    and ``tail`` (k, 3) in armature space, envelope ``radius`` (k, 2) at head and tail, the model
+    ``segments`` (k,) whose motion each bone follows."""
+    names: list
+    parents: list
+    head: np.ndarray
+    tail: np.ndarray
+    radius: np.ndarray
+    segments: np.ndarray
+
+
+def plan_missing_bones(session) -> BonePlan | None:
+    """The bones a Sapling tree lacks for its simulated branches (module docstring), or None."""
+    src = session.source
+    arm = src.armature
+    have = {int(b) for b in src.bone_span[:, 0]}
+    missing = [b for b in range(len(src.branches)) if b not in have]
+    if arm is None or not missing:
+        return None
+    covering = {}                       # (branch, span) -> bone name, for the parents of new branches
+    for name, (b, k) in zip(src.bone_names, src.bone_span):
+        covering[(int(b), int(k))] = name
+
+    def bone_at(branch, span):
+        while span >= 0:                # a Sapling bone may span several points (boneStep): the last start ≤ span
+            name = covering.get((branch, span))
+            if name is not None:
+                return name
+            span -= 1
+        return None
+
+    inv = np.linalg.inv(np.array(arm.matrix_world))
+    existing = set(arm.data.bones.keys())
+    parent_of = session.branch_map.branch_parent
+    order, placed = [], set(have)
+    while len(order) < len(missing):    # parents before children
+        progress = False
+        for b in missing:
+            if b in placed:
+                continue
+            p = parent_of[b]
+            if p is None or p[0] in placed:
+                order.append(b)
+                placed.add(b)
+                progress = True
+        if not progress:
+            raise ValueError("Bones for All Branches: the branch hierarchy has a cycle")
+    names, parents, heads, tails, radii, segs = [], [], [], [], [], []
+    splines = src.curve.data.splines
+    for b in order:
+        pts, _ = src.branches[b]
+        local = pts @ inv[:3, :3].T + inv[:3, 3]
+        spline = src.spline_index[b]
+        rad = np.empty(len(splines[spline].bezier_points))
+        splines[spline].bezier_points.foreach_get("radius", rad)
+        p = parent_of[b]
+        for k in range(local.shape[0] - 1):
+            name = f"bone{spline:03d}.{k:03d}"
+            if name in existing:
+                raise ValueError(f"Bones for All Branches: bone '{name}' exists already but has no span")
+            parents.append(names[-1] if k else (bone_at(*p) if p is not None else None))
+            names.append(name)
+            covering[(b, k)] = name
+            heads.append(local[k])
+            tails.append(local[k + 1])
+            radii.append((rad[k], rad[k + 1]))
+            segs.append(session.branch_map.span_segment[b][k])
+    return BonePlan(names, parents, np.array(heads), np.array(tails), np.array(radii, dtype=float),
+                    np.array(segs, dtype=np.int64))
+
+
+def check_editable(arm) -> None:
+    """Raise ValueError unless ``arm`` can enter edit mode (in the view layer, visible)."""
+    if arm.name not in bpy.context.view_layer.objects or not arm.visible_get():
+        raise ValueError(f"Bones for All Branches: armature '{arm.name}' must be visible to add bones; unhide it "
+                         "or turn the setting off")
+
+
+def _edit_mode(arm):
+    """Enter edit mode on ``arm``; returns what to restore with :func:`_leave`."""
+    check_editable(arm)
+    view_layer = bpy.context.view_layer
+    state = (view_layer.objects.active, arm.mode)
+    if bpy.context.mode != "OBJECT":
+        bpy.ops.object.mode_set(mode="OBJECT")
+    view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    return state
+
+
+def _leave(state) -> None:
+    active, mode = state
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = active
+    if mode != "OBJECT" and active is not None:
+        bpy.ops.object.mode_set(mode=mode)
+
+
+def add_bones(arm, plan: BonePlan) -> None:
+    """Create the planned bones in ``arm`` and remember their names for Free Bake."""
+    state = _edit_mode(arm)
+    try:
+        eb = arm.data.edit_bones
+        for i, name in enumerate(plan.names):
+            b = eb.new(name)
+            b.head, b.tail = plan.head[i].tolist(), plan.tail[i].tolist()
+            b.head_radius, b.tail_radius = float(plan.radius[i, 0]), float(plan.radius[i, 1])
+            b.envelope_distance = ENVELOPE_DISTANCE
+            if plan.parents[i] is not None:
+                b.parent = eb[plan.parents[i]]
+                b.use_connect = bool(i and plan.parents[i] == plan.names[i - 1])
+    finally:
+        _leave(state)
+    arm[ADDED_BONES] = list(plan.names)
+
+
+def remove_added_bones(arm) -> int:
+    """Remove the bones a bake added (Free Bake); returns how many."""
+    names = [n for n in arm.get(ADDED_BONES, []) if n in arm.data.bones]
+    if names:
+        state = _edit_mode(arm)
+        try:
+            eb = arm.data.edit_bones
+            for n in names:
+                eb.remove(eb[n])
+        finally:
+            _leave(state)
+    if ADDED_BONES in arm:
+        del arm[ADDED_BONES]
+    return len(names)
+
+
+def local_quaternions(q_now, q_rest, bone_rest, bone_parent, armature_rotation) -> np.ndarray:
+    """Pose-bone rotations (…, B, 4) from the world orientations ``q_now`` (…, B, 4) of each bone's segment
+    and their rest orientations ``q_rest`` (B, 4): the segment's rotation since rest, taken into armature
+    space, relative to the parent bone's (bones inherit their parent's motion), in the bone's rest frame
+    ``bone_rest`` (B, 4) (Bone.matrix_local); ``bone_parent`` (B,) indices or −1. Sign chosen for
+    continuous keys (w ≥ 0)."""
+    d_world = quat.multiply(q_now, quat.conjugate(q_rest))
+    qa = np.broadcast_to(armature_rotation, d_world.shape)
+    d_arm = quat.multiply(quat.multiply(quat.conjugate(qa), d_world), qa)
+    has = (bone_parent >= 0)[:, None]
+    d_parent = np.where(has, d_arm[..., np.maximum(bone_parent, 0), :], [1.0, 0.0, 0.0, 0.0])
+    x = quat.multiply(quat.conjugate(d_parent), d_arm)
+    rest = np.broadcast_to(bone_rest, x.shape)
+    local = quat.multiply(quat.multiply(quat.conjugate(rest), x), rest)
+    return np.where(local[..., :1] < 0.0, -local, local)

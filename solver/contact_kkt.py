@@ -1,0 +1,181 @@
+"""Joints and contacts in one sparse direct solve: Deul Eq. 22 with the active contact rows added.
+
+The tree KKT solvers (``kkt_tree``, ``kkt_chain``) need an acyclic constraint graph; contacts close
+loops (a coil resting on the coil below it, a rod touching the floor twice). Gauss–Seidel on contacts
+(Eq. 21 with the two segments' masses) converges slowly where many contacts act in series, as in a
+stack of Slinky coils: about one coil per sweep. Here the active contact rows join the joint rows in
+the constraint-space Schur complement of Eq. 22
+
+    S = J M⁻¹ Jᵀ + α̃,   J = [J_joint; G_contact],   S Δλ = −(C + α̃λ),   Δx = M⁻¹ Jᵀ Δλ,
+
+which is sparse (a contact couples two segments) and factored by SuperLU (``scipy.sparse.linalg.splu``):
+one Newton step for all joints and contacts together. Contact rows are unilateral (λ ≥ 0): a
+primal–dual active-set iteration over a few rounds: rows touching (or pushing) start active, rows whose
+λ would turn negative leave and inactive rows the step pushes into contact enter, both at once.
+
+Units: positions [m], body rotation vectors [rad], λ [N·s²], α̃ = α/Δt² with α [m/N] (stretch) and
+[1/(N·m)] (bend/twist) for joints, [m/N] for contacts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix, diags
+from scipy.sparse.linalg import splu
+
+
+class JointRows:
+    """Sparse pattern of the joint Jacobian rows (6 per joint) over the free segments' 6 columns each,
+    computed once per topology. ``seg_a``/``seg_b`` (m,): free index of each joint side, −1 if pinned."""
+
+    def __init__(self, n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
+        self.n_free = int(n_free)
+        self.n_joints = m = int(seg_a.shape[0])
+        r6, c6 = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+        rows, cols, keep = [], [], []
+        for seg in (seg_a, seg_b):
+            rows.append((6 * np.arange(m)[:, None, None] + r6).reshape(m, 36))
+            cols.append((6 * np.maximum(seg, 0)[:, None, None] + c6).reshape(m, 36))
+            keep.append(np.broadcast_to((seg >= 0)[:, None], (m, 36)))
+        k = np.concatenate(keep, axis=1).reshape(-1)
+        self._rows = np.concatenate(rows, axis=1).reshape(-1)[k]
+        self._cols = np.concatenate(cols, axis=1).reshape(-1)[k]
+        self._keep = k
+
+    def entries(self, jac_a: np.ndarray, jac_b: np.ndarray):
+        """COO rows, columns and values of the joint rows from the (m, 6, 6) side Jacobians."""
+        m = self.n_joints
+        vals = np.concatenate((jac_a.reshape(m, 36), jac_b.reshape(m, 36)), axis=1).reshape(-1)
+        return self._rows, self._cols, vals[self._keep]
+
+
+def contact_entries(row0: int, free_a: np.ndarray, free_b: np.ndarray, grad_a: np.ndarray, grad_b: np.ndarray):
+    """COO entries of contact rows ``row0 + i``: the generalised gradients (k, 6) of each side on its
+    free segment's 6 columns (a side with index −1, pinned or a collider, has none)."""
+    rows, cols, vals = [], [], []
+    for seg, grad in ((free_a, grad_a), (free_b, grad_b)):
+        ok = seg >= 0
+        rows.append(np.repeat(row0 + np.flatnonzero(ok), 6))
+        cols.append((6 * seg[ok][:, None] + np.arange(6)).reshape(-1))
+        vals.append(grad[ok].reshape(-1))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+@dataclass
+class FrictionRows:
+    """Two tangential rows per contact (Coulomb friction, box approximation of the cone): generalised
+    gradients ``grad_a``/``grad_b`` (k, 2, 6) of the tangential displacement C_t [m] of the contact's
+    material points since the start of the step, ``rhs`` = C_t + α̃λ_t (k, 2), ``alpha`` α̃ (k, 2),
+    accumulated ``lam`` λ_t (k, 2) [N·s²], ``mu`` (k,), ``sliding`` (k, 2) int8: 0 sticking, ±1 sliding
+    with λ_t = ±μ λ_n (kept from one solve to the next, so a sliding contact needs no extra round)."""
+
+    grad_a: np.ndarray
+    grad_b: np.ndarray
+    rhs: np.ndarray
+    alpha: np.ndarray
+    lam: np.ndarray
+    mu: np.ndarray
+    sliding: np.ndarray
+
+
+def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, joint_alpha, inv_mass,
+                              free_a, free_b, grad_a, grad_b, contact_rhs, contact_alpha, lam_contact,
+                              touch=0.0, rounds: int = 8, friction: FrictionRows | None = None):
+    """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
+
+    ``joint_rhs`` (m, 6) = C + α̃λ of the joints, ``joint_alpha`` (m, 6) α̃; ``inv_mass`` (n_free, 6) M⁻¹;
+    per contact: free segment of each side (k,), gradients (k, 6) of C, ``contact_rhs`` = C + α̃λ (k,),
+    ``contact_alpha`` α̃ (k,) (> 0 keeps nearly coincident rows from making S singular), current λ (k,),
+    ``touch`` [m] (scalar or (k,)): rows with ``C + α̃λ`` below it start active, so a resting stack is one
+    solve, not one more contact per round (rows that then pull leave). ``friction``: two tangential rows
+    per contact (:class:`FrictionRows`, its ``sliding`` state is updated in place).
+
+    Every row is always an unknown of one sparse system ``A Δλ = b`` whose rows are, by state:
+    active normal or sticking tangent rows are Eq. 22's (``S_i Δλ = −(C + α̃λ)_i``); an inactive contact's
+    rows release their impulse (``Δλ_i = −λ_i``); a sliding tangent row holds its impulse on the Coulomb
+    box (``λ_t + Δλ_t = s μ (λ_n + Δλ_n)``, the kinetic friction force, coupled to the normal row of the
+    same solve). The states are found by an active-set iteration over at most ``rounds`` solves.
+    Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
+    """
+    m, k = joint_rows.n_joints, free_a.size
+    n_cols = 6 * joint_rows.n_free
+    jr, jc, jv = joint_rows.entries(jac_a, jac_b)
+    blocks = [(jr, jc, jv), contact_entries(6 * m, free_a, free_b, grad_a, grad_b)]
+    fr = friction is not None and friction.mu.size > 0 and bool(np.any(friction.mu > 0.0))
+    if fr:
+        for c in range(2):
+            blocks.append(contact_entries(6 * m + (1 + c) * k, free_a, free_b, friction.grad_a[:, c], friction.grad_b[:, c]))
+    n_rows = 6 * m + (3 if fr else 1) * k
+    jac = csr_matrix((np.concatenate([b[2] for b in blocks]),
+                      (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))),
+                     shape=(n_rows, n_cols))
+    minv = inv_mass.reshape(-1)
+    alpha = [joint_alpha.reshape(-1), contact_alpha]
+    lam = [np.zeros(6 * m), lam_contact]
+    rhs = [-joint_rhs.reshape(-1), -np.minimum(contact_rhs, 0.0)]
+    # An active row that is still open keeps its gap (Δgap ≥ −gap would be the exact LCP; holding it is
+    # the row that a resting stack needs, and one that separates leaves below with λ < 0).
+    if fr:
+        alpha += [friction.alpha[:, 0], friction.alpha[:, 1]]
+        lam += [friction.lam[:, 0], friction.lam[:, 1]]
+        rhs += [-friction.rhs[:, 0], -friction.rhs[:, 1]]
+    alpha, lam, rhs = np.concatenate(alpha), np.concatenate(lam), np.concatenate(rhs)
+    # S = J M⁻¹ Jᵀ + α̃ for all rows once; a round only swaps rows (structure fixed for the call)
+    s_full = (jac.multiply(minv[None, :]) @ jac.T + diags(alpha)).tocsr()
+    n_rows_c = np.arange(6 * m, 6 * m + k)
+    c_now = contact_rhs - contact_alpha * lam_contact                  # C of the normal rows
+    active = (contact_rhs < touch) | (lam_contact > 0.0)
+    sliding = friction.sliding if fr else None
+    solver = None
+    for _ in range(max(int(rounds), 1)):
+        keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
+        keep[n_rows_c[~active]] = False
+        b = rhs.copy()
+        b[n_rows_c[~active]] = -lam_contact[~active]
+        er, ec, ev = [n_rows_c[~active]], [n_rows_c[~active]], [np.ones(int((~active).sum()))]
+        if fr:
+            for c in range(2):
+                rows = 6 * m + (1 + c) * k + np.arange(k)
+                off = ~active                                  # released with their contact
+                slide = active & (sliding[:, c] != 0)
+                keep[rows[off | slide]] = False
+                b[rows[off]] = -friction.lam[off, c]
+                sm = sliding[slide, c] * friction.mu[slide]
+                b[rows[slide]] = sm * lam_contact[slide] - friction.lam[slide, c]
+                er += [rows[off], rows[slide], rows[slide]]
+                ec += [rows[off], rows[slide], n_rows_c[slide]]
+                ev += [np.ones(int(off.sum())), np.ones(int(slide.sum())), -sm]
+        repl = csr_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))), shape=(n_rows, n_rows))
+        a = (diags(keep.astype(float)) @ s_full + repl).tocsc()
+        solver = splu(a, permc_spec="COLAMD")
+        dl = solver.solve(b)
+        dx = (jac.T @ dl) * minv
+        dl_n = dl[6 * m:6 * m + k]
+        lam_n = lam_contact + dl_n
+        leaving = active & (lam_n < 0.0)
+        entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < 0.0)
+        changed = bool(leaving.any() or entering.any())
+        if fr:
+            dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
+            lam_t = friction.lam + dl_t
+            bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
+            c_t = friction.rhs - friction.alpha * friction.lam
+            slip = c_t + np.stack([jac[6 * m + (1 + c) * k:6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
+            stick = active[:, None] & (sliding == 0)
+            # static friction beyond the box: slide, with the impulse on the box in its own direction
+            to_slide = stick & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
+            # kinetic friction pushing along the slip (it would reverse it): stick
+            to_stick = active[:, None] & (sliding != 0) & (sliding * slip > 0.0)
+            new = np.where(to_slide, np.sign(lam_t), np.where(to_stick, 0, sliding)).astype(sliding.dtype)
+            new[~active] = 0
+            changed |= bool(np.any(new != sliding))
+            sliding[:] = new
+        if not changed:
+            break
+        active = (active & ~leaving) | entering     # primal–dual active set: both changes at once
+        if fr:
+            sliding[entering] = 0
+    # Rows still pulling after the last round are dropped (λ ≥ 0); their share of Δx stays (first order).
+    dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1) if fr else np.zeros((k, 2))
+    return dx.reshape(-1, 6), dl[:6 * m].reshape(m, 6), dl[6 * m:6 * m + k], dl_t
