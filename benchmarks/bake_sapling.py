@@ -4,7 +4,8 @@
 
 Keys: segments, bones_keyed, frames, ms_per_frame_sim (solver), ms_per_frame_write (pose
 quaternions + keyframe writing, per frame), replay_max_error_m (bone tails played back from the
-keys vs the simulated segment ends, all frames).
+keys vs the simulated segment ends, all frames), max_tail_motion_m. The tree stands in a steady wind
+(a Wind force field, ``--wind`` m/s, default 10): it is pre-stressed, so in still air it would not move.
 """
 import argparse
 import json
@@ -16,21 +17,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _blender  # noqa: E402
 
 
-def inner(frames: int) -> dict:
+def inner(frames: int, wind_mps: float) -> dict:
+    import math
     import bpy
     import numpy as np
     mod = _blender.load_addon()
     from stiff_rods.addon import keyframes
     from stiff_rods.addon.session import Session
+    from stiff_rods.addon.wind import SceneWind
     arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
     scene = bpy.context.scene
+    if wind_mps > 0:           # a Wind field blowing along +X (its +Z axis)
+        bpy.ops.object.effector_add(type="WIND", location=(-8.0, 0.0, 4.0), rotation=(0.0, math.pi / 2, 0.0))
+        bpy.context.object.field.strength = wind_mps
     t0 = time.perf_counter()
     s = Session(arm, scene)
     convert_s = time.perf_counter() - t0
     seg = s.bone_segment
     local = np.zeros((seg.size, 3)); local[:, 2] = 0.5 * s.model.lengths[seg]
     start = scene.frame_start
-    s.reset(start)
+    s.set_wind(SceneWind.from_scene(scene))
+    s.reset(start, scene)
     quats, tails, sim_t, write_t = [], [], [], []
     for f in range(frames):
         if f:
@@ -67,14 +74,16 @@ def inner(frames: int) -> dict:
 def main():
     if _blender.inside_blender():
         argv = sys.argv[sys.argv.index("--") + 1:]
-        print(json.dumps(inner(int(argv[0]))))
+        print(json.dumps(inner(int(argv[0]), float(argv[1]))))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blend", default=str(_blender.ROOT / "sample_blends" / "white_birch.blend"))
     ap.add_argument("--frames", type=int, default=48)
+    ap.add_argument("--wind", type=float, default=10.0, help="steady wind speed [m/s] (0: still air)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    result = _blender.relaunch(__file__, args.blend, [str(args.frames)])
+    result = _blender.relaunch(__file__, args.blend, [str(args.frames), str(args.wind)])
+    result["wind_mps"] = args.wind
     result["blend"] = args.blend
     if not args.json:
         for k, v in result.items():
