@@ -110,3 +110,13 @@ def test_rope_rests_on_the_scenes_collision_objects(result):
     assert r["sphere"]["min_z_m"] < 0.3                       # it hangs down both sides, not balanced on top
     assert 0.509 <= r["rising"]["min_z_m"] and r["rising"]["max_z_m"] <= 0.511
     assert "open mesh" in r["open_mesh"] and r["open_mesh_diff"] is None
+
+
+def test_panel_draws_every_setting_with_existing_properties_and_operators(result):
+    """The sidebar panel's draw, run with a recording layout: all it shows exists (an unknown name would
+    break the panel in the UI), including the settings added for pre-stress, collisions and bones."""
+    drawn = case(result, "panel")["drawn"]
+    for name in ("rod_model", "rest_shape", "add_bones", "collide", "friction", "self_collision", "youngs_modulus_gpa",
+                 "live_iterations", "storm_peak_speed", "stiff_rods.bake", "stiff_rods.free_bake", "stiff_rods.simulate"):
+        assert name in drawn, name
+    assert any(d.startswith("label:Segments: ") for d in drawn)        # the converted model's stats

@@ -299,6 +299,48 @@ def rope_on_colliders():
     return out
 
 
+class RecordingLayout:
+    """Stands in for a panel's UILayout: every prop must be a real RNA property of its data and every
+    operator a registered one, with a text for each label; records what was drawn."""
+
+    def __init__(self, drawn):
+        self.drawn = drawn
+
+    def column(self, **kw):
+        return self
+
+    box = row = column
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r} of {data.bl_rna.identifier}"
+        self.drawn.append(name)
+
+    def operator(self, idname, **kw):
+        cat, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, cat), name), f"panel draws unknown operator {idname!r}"
+        self.drawn.append(idname)
+
+    def label(self, text="", **kw):
+        self.drawn.append("label:" + text)
+
+
+def panel_draws():
+    """The N-panel's draw on a converted rope with every optional part shown (Custom material, storm,
+    stats): every property and operator it shows exists."""
+    clear()
+    rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
+    rope.stiff_rods.material = "CUSTOM"
+    bpy.context.scene.stiff_rods.use_storm = True
+    activate(rope)
+    assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+    mod = sys.modules["stiff_rods.addon.panel"]
+    drawn = []
+    fake = type("PanelSelf", (), {"layout": RecordingLayout(drawn)})()
+    mod.STIFF_RODS_PT_main.draw(fake, bpy.context)
+    bpy.context.scene.stiff_rods.use_storm = False
+    return {"drawn": drawn}
+
+
 def main():
     zip_path = sys.argv[sys.argv.index("--") + 1]
     install(zip_path)
@@ -306,7 +348,7 @@ def main():
     for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
                      ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
                      ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope),
-                     ("colliders", rope_on_colliders)]:
+                     ("colliders", rope_on_colliders), ("panel", panel_draws)]:
         try:
             out[name] = fn()
         except Exception:
