@@ -1,8 +1,13 @@
 """Deul Fig. 1 / §5: a 500-segment helical Slinky walks down a staircase (dt = 10 ms, 3 KKT/GS iterations).
 
-A steel helix (50 coils of 10 segments, coils touching at rest) starts arched from the top step to
-the next one. Contacts (solver/collision.py) against the steps (Box colliders) and a floor (Plane),
-and coil–coil self-collision, are solved in the Gauss–Seidel phase of every Newton iteration.
+A steel helix (50 coils of 10 segments, coils touching at rest) stands at the edge of the top step
+(``start="push"``, tilted toward the stairs by its bottom coil's ramp, atan(pitch / coil diameter) ≈ 1.2°)
+and is tipped over the edge by an initial rigid rotation about its front foot (``push_rate`` rad/s), as
+a hand starts a real Slinky; ``start="arch"`` (arched from the top step onto the next) and ``"stack"``
+(at rest mid-step) are kept for comparison. Contacts against the steps (Box colliders), a floor (Plane)
+and coil–coil (one row per contact point, ``self_contacts="points"``) are solved with the joints in one
+sparse direct solve per iteration (``response="direct"``, solver/contact_kkt.py), Coulomb friction as
+two tangential rows per contact in that solve (sticking / sliding on the box μ λ_n by the active set).
 
 Keys: ``stairs_descended`` (steps the trailing end of the Slinky went down: both end coils are on that
 step or lower), ``max_penetration_m`` (deepest overlap over the run, measured exactly each step against
@@ -12,32 +17,37 @@ leading one: a walk, not a slide), ``diverged_at_s`` (the run stops once an over
 radii: coils have passed through each other). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1
 wire radius.
 
-Status: NOT MET (session 3). Contacts are now ``self_contacts="points"`` (one row per physical contact
-point, solver/collision.py) solved with ``response="direct"`` (joints + contact normal rows in one SuperLU
-solve per iteration, primal–dual active set, solver/contact_kkt.py), frictionless (``direct_friction=False``).
-Measured (steel wire r = 0.7 mm, 50 coils × 10 segments, arch start, 3 iterations, dt = 10 ms):
+Parameters: round steel wire r = 0.7 mm (E 200 GPa, G 80 GPa, 7850 kg/m³), coil radius 35 mm, 50 coils
+× 10 segments (500 segments; 10 per coil so that joint points of stacked coils face each other and
+give one vertex–vertex row each), pitch 1.02 wire diameters; axial spring rate 4GJ/(πD³N) ≈ 2.2 N/m,
+mass 0.13 kg (a real Slinky: ~1 N/m, 0.2 kg, flat 2.5 × 0.6 mm ribbon, 80 coils; not tried: the contact
+capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch). μ 0.4 against the steps, 0.1
+coil on coil; friction rows α = 1e-4 m/N; damping 0.2 /s.
 
-* Resting stack (``start="stack"``), no friction: after each of the first 6 steps every contact row is
-  met (≥ −1e-7 m) and the exact capsule gaps stay ≥ −0.022 mm (0.03 r); 8 active-set rounds with both
-  kinds of change per round are needed (one kind per round, or 4 rounds, leaves rows 0.3–1.3 mm deep).
-* Arch, frictionless: gaps ≥ −0.0014 mm (0.002 r) to t = 0.09 s, −0.21 mm (0.3 r) at 0.10–0.12 s,
-  back to ≈ 0 at 0.13–0.19 s; without friction the two ends slide together on the steps (x 0.07/0.33 →
-  0.28/0.29 m by 0.24 s), the arch collapses onto itself and coils pass through each other at ~0.25 s.
-  Median step 275 ms (500–1800 contacts, up to 8 factorisations per iteration).
-* With friction (Gauss–Seidel friction sweep before each direct solve, ``direct_friction=True``) it
-  diverges at 0.05–0.08 s: the sweep's local moves (one segment's mass) break joints (bend residual
-  0.1 → 1.4) and push coils into others faster than the direct solve restores them. Friction rows belong
-  in the direct solve (sticking rows, cone clamp by an active set), not done.
-* Contact generation: the old capsule pairs found each contact point ~3 times (and pairs two coils
-  apart); "points" gives one vertex–vertex row where joint points face each other on near-parallel rods,
-  a joint point against the other axis otherwise (two rows per overlapping chord pair), one row where
-  segments cross inside; margin a quarter of the two radii plus the points' predicted relative motion.
-  Crossing rods meeting at joint points get two point-on-axis rows (two balls would be unstable).
-* 10 segments per coil: chords of a 35 mm coil sag 1.7 mm (> the wire diameter) from the helix; 25 coils
-  × 20 segments diverged earlier (0.06 s) from the same arch, not investigated further.
+Status: NOT MET (session 3, slinky-3). Measured on this shared 2-core machine (load 3–4, timings ~2× a
+quiet machine), 3 iterations, dt = 10 ms:
 
-Next: friction inside the direct solve; a start at rest tilted by atan(pitch / coil diameter) and pushed
-over the edge; cost (one factorisation reused across active-set rounds by low-rank updates).
+* Friction in the direct solve (solver/contact_kkt.py) works on simple scenes: a rod on a 20° slope
+  (μ 0.5) sticks (drift 1.7e-7 m in 0.4 s), on 60° slides within 1.3 % of ½ g (sin θ − μ cos θ) t², a
+  rod on an animated conveyor is carried (tests/test_collision.py, 3 iterations).
+* Resting stack with friction: with friction rows as stiff as the normal rows (α = 1e-7 m/N) the stack
+  sinks 1.4 mm into itself within 0.02–0.03 s (stuck coils + joints nearly redundant, LU inaccurate); with
+  α = 1e-4 m/N, a per-call limit of one stick/slide change per row (they chattered: 100–200 flips per
+  round) and tolerances on entering (0.005 R deep) / leaving (λ below −1e-6 λ_max), the stack stays
+  at rest for 0.3 s with every exact gap ≥ −0.004 mm (0.006 r); 1.6–2.2 s per step (8 rounds in a step's
+  first solve, 4–6 later, SuperLU ~60 ms each at ~6000 rows).
+* Pushed over the edge (push_rate 1 rad/s): gaps ≥ −0.003 mm to 0.05 s, −0.24 mm (0.35 r) at 0.06 s,
+  −0.84 mm at 0.13 s, coils pass through each other at 0.14–0.15 s (``--json``: diverged_at_s 0.15,
+  ms_per_step 1074, stairs_descended 0). push_rate 3 rad/s: at 0.05 s. Arch with
+  friction: at 0.07–0.08 s (frictionless arch: 0.25 s as before, the ends sliding together).
+* Speed: reusing the previous round's LU as a GMRES preconditioner when ≤ 48 rows changed: no gain
+  (stack, 5 steps: 1885 vs 1791 ms per step, ratio 0.95 in one run; most rounds change more rows);
+  removed.
+
+Next: find why a moving stack loses contacts (likely rows generated from the start-of-step pose that
+miss coils meeting within the step when the top coils rotate: more generation margin, or regenerate
+contacts between iterations); fewer rounds (warm-start friction states across steps by contact
+identity); then the walk itself.
 
     python3 benchmarks/slinky.py --json      # last stdout line: one JSON object
 """
@@ -96,9 +106,11 @@ def arch_axis(u: np.ndarray, x0: float, x1: float, z0: float, z1: float, lift: f
 def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_radius: float = 0.0007,
         steps_count: int = 5, rise: float = 0.06, run_m: float = 0.2, seconds: float = 10.0, dt: float = 0.01,
         iterations: int = 3, friction: float = 0.4, self_friction: float = 0.1, sweeps: int = 1, pre_sweeps: int = 0,
-        lift: float = 0.12, damping: float = 0.2, start: str = "arch", youngs_modulus: float = 200e9,
+        lift: float = 0.12, damping: float = 0.2, start: str = "push", youngs_modulus: float = 200e9,
         torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "direct",
-        self_contacts: str = "points", margin=None, verbose: bool = False) -> dict:
+        self_contacts: str = "points", margin=None, friction_compliance: float = 1e-4,
+        push_rate: float = 1.0, edge_gap: float = 0.005,
+        verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Rest shape: coils stacked with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
@@ -123,12 +135,28 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     if start == "arch":
         sim.positions[:] = arched_x
         sim.orientations[:] = arched_q
-    else:                                   # the stack standing on the top step
+    elif start == "stack":                  # the stack standing on the middle of the top step
         sim.positions[:] = model.positions + [0.5 * run_m, 0.0, wire_radius * 1.01]
+    else:
+        # "push": the stack stands at the edge of the top step, tilted toward the stairs by the ramp of its
+        # bottom coil (atan(pitch / coil diameter), ~1.2°), and is tipped over the edge like a hand starts
+        # a Slinky: rigid rotation about the stack's front foot at ``push_rate`` [rad/s] about +y.
+        tilt = np.arctan2(pitch, 2.0 * coil_radius)
+        spin = np.array([np.cos(0.5 * tilt), 0.0, np.sin(0.5 * tilt), 0.0])     # about +y: top toward +x
+        foot = np.array([coil_radius + wire_radius, 0.0, -wire_radius])          # front foot, stack frame
+        rel = quat.rotate(np.tile(spin, (model.n_segments, 1)), model.positions - foot)
+        base = np.array([run_m - edge_gap, 0.0, 0.0])                           # foot just behind the edge
+        sim.positions[:] = base + rel + [0.0, 0.0, 1e-6]
+        sim.orientations[:] = quat.multiply(np.tile(spin, (model.n_segments, 1)), model.orientations)
+        omega = np.array([0.0, push_rate, 0.0])
+        sim.velocities[:] = np.cross(omega, rel)
+        sim.angular_velocities[:] = quat.rotate_inverse(sim.orientations, np.tile(omega, (model.n_segments, 1)))
     contacts = Contacts(model, colliders, friction=friction, self_collision=True, self_friction=self_friction,
                         sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
-                        response=response, self_contacts=self_contacts, margin=margin)
+                        response=response, self_contacts=self_contacts, margin=margin,
+                        friction_compliance=friction_compliance)
     sim.gs_constraints.append(contacts)
+    start_height = float(sim.positions[:, 2].mean())
 
     def step_under(x):
         return int(np.clip(np.floor(x / run_m), 0, steps_count))
@@ -173,7 +201,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,
         "contacts_last_step": contacts.n_contacts,
-        "com_drop_m": float(-(sim.positions[:, 2].mean() - arched_x[:, 2].mean())),
+        "com_drop_m": start_height - float(sim.positions[:, 2].mean()),
         "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 

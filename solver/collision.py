@@ -65,7 +65,9 @@ class Contacts:
     the two segments' masses), ``"tree"`` (normal rows applied through the tree's KKT factorisation),
     ``"direct"`` (joints, contact normal rows and two friction rows per contact in one sparse direct
     solve per sweep, :mod:`solver.contact_kkt`; no Gauss–Seidel pass); ``direct_compliance`` [m/N]
-    of the contact rows in that solve (keeps nearly coincident rows from a singular system).
+    of the contact rows in that solve (keeps nearly coincident rows from a singular system),
+    ``friction_compliance`` [m/N] of its friction rows (a stack of coils stuck to each other is nearly
+    redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py).
 
     After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
     ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
@@ -75,7 +77,8 @@ class Contacts:
                  self_collision=False, self_friction: float | None = None, margin: float | None = None,
                  exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
                  max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
-                 self_contacts: str = "pairs", direct_compliance: float = 1e-7):
+                 self_contacts: str = "pairs", direct_compliance: float = 1e-7,
+                 friction_compliance: float = 1e-7):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -97,12 +100,15 @@ class Contacts:
             raise ValueError(f"response must be 'local', 'tree' or 'direct', got {response!r}")
         if self_contacts not in ("pairs", "points"):
             raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self_contacts!r}")
-        if not (np.isfinite(direct_compliance) and direct_compliance > 0.0):
-            raise ValueError(f"direct_compliance must be finite and > 0 m/N, got {direct_compliance}")
+        for name, value in (("direct_compliance", direct_compliance), ("friction_compliance", friction_compliance)):
+            if not (np.isfinite(value) and value > 0.0):
+                raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
         self.response = response
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
+        self.friction_compliance = float(friction_compliance)
         self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
+        self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
         self._joint_rows = None
         self.friction = float(friction)
         self.self_friction = self.friction if self_friction is None else float(self_friction)
@@ -407,6 +413,7 @@ class Contacts:
         self.normal_impulse = np.zeros(sa.size)
         self.tangent_impulse = np.zeros((sa.size, 3))
         self._sliding = np.zeros((sa.size, 2), np.int8)
+        self._first_solve = True
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
         self._all = self._batch(np.arange(sa.size), x, q, anchor_b)
@@ -684,9 +691,13 @@ class Contacts:
             friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at)
         joint_rhs = sim._joint_values() + sim.alpha_tilde * sim.lam
         jp, jc, _, _ = sim._joint_eval.jacobians()
+        # the step's first solve starts with every touching row active; later ones with the last active set
+        touch = (self.direct_touch if self._first_solve else -self.direct_enter) * self.rest
+        self._first_solve = False
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
-            c + at * lam, np.full(c.size, at), lam, touch=self.direct_touch * self.rest, friction=friction)
+            c + at * lam, np.full(c.size, at), lam, touch=touch, friction=friction,
+            enter_depth=self.direct_enter * self.rest)
         self.normal_impulse = np.maximum(lam + dl_c, 0.0)
         if friction is not None:
             # the last round's impulses, kept inside the box μ λ_n (rows that still violate it are clamped)
@@ -727,7 +738,7 @@ class Contacts:
         # a sliding row keeps sliding against its slip (t₁ turns with it; t₂ along the old impulse)
         sliding = np.where(self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1,
                                                         np.sign(lam_t)), 0).astype(np.int8)
-        alpha = np.full(c_t.shape, at)
+        alpha = np.full(c_t.shape, max(at, self.friction_compliance / (sim.dt * sim.dt)))
         rows = FrictionRows(np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t,
                             self.mu, sliding)
         return rows, (t1, t2)

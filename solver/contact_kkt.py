@@ -12,9 +12,15 @@ which is sparse (a contact couples two segments) and factored by SuperLU (``scip
 one Newton step for all joints and contacts together. Contact rows are unilateral (λ ≥ 0): a
 primal–dual active-set iteration over a few rounds: rows touching (or pushing) start active, rows whose
 λ would turn negative leave and inactive rows the step pushes into contact enter, both at once.
+Coulomb friction (seed 002 §7, at the position level as in collision.py) adds two tangential rows per
+contact: sticking rows hold the material points' relative tangential displacement over the step at zero;
+a row whose λ_t leaves the box |λ_t| ≤ μ λ_n slides (its equation becomes λ_t = ±μ λ_n, coupled to the
+normal row of the same solve, so S is no longer symmetric: LU, not Cholesky), and a sliding row whose
+friction would push along the slip sticks again. Inactive contacts release their impulses (Δλ = −λ).
 
 Units: positions [m], body rotation vectors [rad], λ [N·s²], α̃ = α/Δt² with α [m/N] (stretch) and
-[1/(N·m)] (bend/twist) for joints, [m/N] for contacts.
+[1/(N·m)] (bend/twist) for joints, [m/N] for contacts and friction rows (sticking rows of a stack of
+coils welded to each other and to the joints are nearly redundant: α ~ 1e-4 m/N keeps LU accurate).
 """
 from __future__ import annotations
 
@@ -81,7 +87,7 @@ class FrictionRows:
 
 def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, joint_alpha, inv_mass,
                               free_a, free_b, grad_a, grad_b, contact_rhs, contact_alpha, lam_contact,
-                              touch=0.0, rounds: int = 8, friction: FrictionRows | None = None):
+                              touch=0.0, rounds: int = 8, friction: FrictionRows | None = None, enter_depth=0.0):
     """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
 
     ``joint_rhs`` (m, 6) = C + α̃λ of the joints, ``joint_alpha`` (m, 6) α̃; ``inv_mass`` (n_free, 6) M⁻¹;
@@ -95,7 +101,8 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     active normal or sticking tangent rows are Eq. 22's (``S_i Δλ = −(C + α̃λ)_i``); an inactive contact's
     rows release their impulse (``Δλ_i = −λ_i``); a sliding tangent row holds its impulse on the Coulomb
     box (``λ_t + Δλ_t = s μ (λ_n + Δλ_n)``, the kinetic friction force, coupled to the normal row of the
-    same solve). The states are found by an active-set iteration over at most ``rounds`` solves.
+    same solve). The states are found by an active-set iteration over at most ``rounds`` solves; an
+    inactive row enters when the step would take it deeper than ``enter_depth`` [m] (scalar or (k,)).
     Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
     """
     m, k = joint_rows.n_joints, free_a.size
@@ -127,7 +134,9 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     c_now = contact_rhs - contact_alpha * lam_contact                  # C of the normal rows
     active = (contact_rhs < touch) | (lam_contact > 0.0)
     sliding = friction.sliding if fr else None
-    solver = None
+    if fr:
+        sliding[~active] = 0
+    flipped = np.zeros((k, 2), bool)
     for _ in range(max(int(rounds), 1)):
         keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
         keep[n_rows_c[~active]] = False
@@ -137,7 +146,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         if fr:
             for c in range(2):
                 rows = 6 * m + (1 + c) * k + np.arange(k)
-                off = ~active                                  # released with their contact
+                off = ~active | (friction.mu == 0.0)           # released with their contact; no friction
                 slide = active & (sliding[:, c] != 0)
                 keep[rows[off | slide]] = False
                 b[rows[off]] = -friction.lam[off, c]
@@ -148,13 +157,14 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
                 ev += [np.ones(int(off.sum())), np.ones(int(slide.sum())), -sm]
         repl = csr_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))), shape=(n_rows, n_rows))
         a = (diags(keep.astype(float)) @ s_full + repl).tocsc()
-        solver = splu(a, permc_spec="COLAMD")
-        dl = solver.solve(b)
+        dl = splu(a, permc_spec="COLAMD").solve(b)
         dx = (jac.T @ dl) * minv
         dl_n = dl[6 * m:6 * m + k]
         lam_n = lam_contact + dl_n
-        leaving = active & (lam_n < 0.0)
-        entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < 0.0)
+        # tolerances against cycling: a row enters when it would sink deeper than ``enter_depth``, leaves
+        # when it pulls by more than a 1e-6 share of the largest push
+        leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300))
+        entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
         if fr:
             dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
@@ -162,20 +172,21 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
             bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
             c_t = friction.rhs - friction.alpha * friction.lam
             slip = c_t + np.stack([jac[6 * m + (1 + c) * k:6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
-            stick = active[:, None] & (sliding == 0)
+            # Each row changes state at most once per call (stick ↔ slide chatters in a stack otherwise);
+            # rows of contacts that leave are decided again when they are back.
+            staying = (active & ~leaving)[:, None] & ~flipped
             # static friction beyond the box: slide, with the impulse on the box in its own direction
-            to_slide = stick & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
+            to_slide = staying & (sliding == 0) & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
             # kinetic friction pushing along the slip (it would reverse it): stick
-            to_stick = active[:, None] & (sliding != 0) & (sliding * slip > 0.0)
-            new = np.where(to_slide, np.sign(lam_t), np.where(to_stick, 0, sliding)).astype(sliding.dtype)
-            new[~active] = 0
-            changed |= bool(np.any(new != sliding))
-            sliding[:] = new
+            to_stick = staying & (sliding != 0) & (sliding * slip > 0.0)
+            sliding[:] = np.where(to_slide, np.sign(lam_t), np.where(to_stick, 0, sliding))
+            flipped |= to_slide | to_stick
+            changed |= bool(to_slide.any() or to_stick.any())
         if not changed:
             break
         active = (active & ~leaving) | entering     # primal–dual active set: both changes at once
         if fr:
-            sliding[entering] = 0
+            sliding[~active] = 0
     # Rows still pulling after the last round are dropped (λ ≥ 0); their share of Δx stays (first order).
     dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1) if fr else np.zeros((k, 2))
     return dx.reshape(-1, 6), dl[:6 * m].reshape(m, 6), dl[6 * m:6 * m + k], dl_t

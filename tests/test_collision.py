@@ -290,6 +290,8 @@ def test_bad_input_is_rejected_naming_the_item():
         Contacts(model, self_contacts="edges")
     with pytest.raises(ValueError, match="direct_compliance"):
         Contacts(model, response="direct", direct_compliance=0.0)
+    with pytest.raises(ValueError, match="friction_compliance"):
+        Contacts(model, response="direct", friction_compliance=-1.0)
     with pytest.raises(ValueError, match="radius"):
         Sphere(radius=0.0)
     with pytest.raises(ValueError, match="half_extents"):
