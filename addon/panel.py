@@ -37,6 +37,9 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         col.prop(s, "collide")
         col.prop(s, "friction")
         col.prop(s, "self_collision")
+        col.prop(s, "use_fracture")
+        if s.use_fracture:
+            col.prop(s, "rupture_strain")
         col.prop(s, "drag_coefficient")
         sc = context.scene.stiff_rods
         box = layout.box()

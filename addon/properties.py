@@ -66,6 +66,12 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                             description="Coulomb friction coefficient of the rods' contacts")
     self_collision: BoolProperty(name="Self Collision", default=False,
                                  description="Segments of this object collide with each other (costly on trees)")
+    use_fracture: BoolProperty(name="Breakage", default=False,
+                               description="Branches break where their bending strain passes the Rupture Strain; "
+                                           "what hung on them falls (collides with Collision objects)")
+    rupture_strain: FloatProperty(name="Rupture Strain (%)", default=2.0, min=0.01, soft_max=10.0,
+                                  description="Bending strain r·κ at which a branch joint breaks, in percent "
+                                              "(green wood: 1–2 %)")
     drag_coefficient: FloatProperty(name="Drag Coefficient", default=1.2, min=0.0, soft_max=3.0,
                                     description="C_d of the branches' cross-flow drag in wind "
                                                 "(1.2: a circular cylinder at the Reynolds numbers of branches)")

@@ -13,6 +13,7 @@ from ..solver import Simulator, quaternion as quat
 from ..solver.binding import bind_points, carried_points, nearest_segments
 from ..solver.leaves import leaf_frames
 from ..solver.collision import Contacts
+from ..solver.fracture import Fracture
 from ..solver.prestress import gravity_prestress
 from ..solver.rod_set import RodSet
 from ..solver.tree_builder import attach_leaves, tree_from_branches
@@ -45,6 +46,7 @@ class Session:
         self.material = (youngs, torsion, density)
         self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
         self.add_bones = settings.add_bones
+        self.rupture_strain = 0.01 * settings.rupture_strain if settings.use_fracture else None
         if self.rod_model in SEED_MODELS and src.armature is not None:
             raise ValueError(f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
                              "a Sapling tree needs a Stiff Rods model")
@@ -141,6 +143,8 @@ class Session:
                         kinematic=self.pins.driver if self.pins.driven else None)
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
+        if self.rupture_strain is not None:
+            sim.post_step.append(Fracture(self.rupture_strain))
         if self.colliders or self.self_collision:
             sim.gs_constraints.append(Contacts(self.model, [c.collider for c in self.colliders], friction=self.friction,
                                                self_collision=self.self_collision))
@@ -164,6 +168,8 @@ class Session:
         if self.colliders or self.self_collision:
             raise ValueError(f"Rod Model '{name}' has no collisions: turn off Collide and Self Collision, or use a "
                              "Stiff Rods model")
+        if self.rupture_strain is not None:
+            raise ValueError(f"Rod Model '{name}' has no breakage: turn off Breakage, or use a Stiff Rods model")
         youngs, torsion, density = self.material
         return RodSet(self.rod_model.lower(), self.model, self.source.branches, self.branch_map.span_segment,
                       youngs_modulus=youngs, torsion_modulus=torsion, density=density, pin_start=self.pin_root,

@@ -16,12 +16,17 @@ snap), ``ke_ratio_after_10s`` (kinetic energy 10 s after the wind has stopped / 
 < 0.01), ``ms_per_step`` (median), and what the joints bent past 90° carry (``over_90deg_radius_mm_median``,
 ``over_90deg_leaves_carried_median``). ``target_met``: no NaN, finite bends, the energy target.
 
-Measured (2026-11-21, loaded machine): no NaN, ke ratio 2.4e-8, 16 of 5878 branch joints past 90°, all
-at Sapling's 2 mm minimum radius where 1–1.6 m twigs carrying a median 18 leaves join their parent
-(median branch joint radius 3.8 mm). They are not solver artefacts: with 10 iterations per step (residual
-≤ 3e-7) the same joints bend the same way at the same times; at 3 iterations only leaf joints stay
-unconverged in gusts (residual up to ~1e-1). Such a twig would need about twice that radius to carry
-its leaves (Shinozaki's pipe model) or would break: 34 branch joints pass 2 % bending strain.
+Fracture (solver/fracture.py, ``--rupture-strain``, default 2 %: green wood fails at 1–2 %): a branch joint
+whose elastic bending strain r·|κ| passes it breaks and what hung on it falls away; bends and kinetic energy
+are then measured on the tree still attached to its root. ``max_elastic_bending_strain`` is that strain's
+maximum over the intact branch joints.
+
+Measured (2026-11-21, load ≈ 1.5): no NaN; ke ratio 2.6e-8; 22 twigs break (all at Sapling's 2 mm minimum
+radius, carrying a median 18 leaves; first at 3.3 s), 469 segments fall away (378 of them leaves); the
+tree's branch joints stay below 1.98 % elastic strain, the largest bend away from the modelled pose is
+112° (2 joints past 90°: 2 mm twigs relieved of their pre-stress as well as bent); 288 ms/step. Without
+fracture (``--rupture-strain 0``) 16 joints fold past 90° at those twigs, at up to 5 % strain, and with 10
+iterations per step the same joints bend the same way: the geometry's physics, not the solver's.
 
     python3 benchmarks/storm.py --json      # last stdout line: one JSON object
 """
@@ -44,6 +49,7 @@ from solver import NonFiniteStateError, Simulator, quaternion as quat  # noqa: E
 from solver.drag import AerodynamicDrag  # noqa: E402
 from solver.materials import material  # noqa: E402
 from solver.prestress import gravity_prestress  # noqa: E402
+from solver.fracture import RUPTURE_STRAIN, Fracture, attached  # noqa: E402
 from solver.wind import WindField, storm  # noqa: E402
 
 
@@ -55,6 +61,13 @@ def joint_bend(sim: Simulator) -> np.ndarray:
     d = quat.multiply(quat.conjugate(sim.orientations[m.joint_parent]), sim.orientations[m.joint_child])
     rel = quat.multiply(quat.conjugate(d0), d)
     return 2.0 * np.arccos(np.clip(np.abs(rel[:, 0]), 0.0, 1.0))
+
+
+def kinetic_energy(sim: Simulator, mask: np.ndarray) -> float:
+    """Kinetic energy [J] of the segments in ``mask`` (translation + rotation about the body axes)."""
+    m = sim.model
+    v, w = sim.velocities[mask], sim.angular_velocities[mask]
+    return float(0.5 * np.sum(m.masses[mask] * np.sum(v * v, axis=1)) + 0.5 * np.sum(m.inertia[mask] * w * w))
 
 
 def leaves_beyond(model, leaves) -> np.ndarray:
@@ -76,6 +89,8 @@ def main() -> None:
     ap.add_argument("--rise", type=float, default=6.0, help="s from calm to the peak (and back)")
     ap.add_argument("--hold", type=float, default=4.0, help="s at the peak")
     ap.add_argument("--calm", type=float, default=10.0, help="s of calm after the storm")
+    ap.add_argument("--rupture-strain", type=float, default=RUPTURE_STRAIN,
+                    help="branch joints break past this bending strain (solver/fracture.py); 0: no fracture")
     args = ap.parse_args()
 
     model, _, leaves, _ = sapling_tree("white_birch", material("wood"), None if args.no_leaves else material("leaf"))
@@ -87,6 +102,10 @@ def main() -> None:
                      gust_intensity=0.2, gust_frequency=0.2, turbulence_intensity=0.15, turbulence_length=4.0, seed=0)
     sim = Simulator(model, dt=0.04, max_iterations=3, tolerance=1e-6)
     sim.force_fields.append(AerodynamicDrag(model, wind))
+    frac = Fracture(args.rupture_strain) if args.rupture_strain > 0 else None
+    if frac is not None:
+        sim.post_step.append(frac)
+    att, n_broken = np.ones(model.n_segments, bool), 0      # segments still hanging on the root
     is_leaf_joint = np.isin(model.joint_child, leaves)
     r = model.joint_radii[:, 0]
     steps = int(round((t_end + args.calm) / sim.dt))
@@ -95,6 +114,8 @@ def main() -> None:
     ms, residuals = [], []
     max_speed = 0.0
     max_bend = np.zeros(model.n_joints)
+    max_elastic = np.zeros(model.n_joints)     # bending strain r|κ| against the stress-free rest (what breaks wood)
+    elastic = (frac or Fracture()).strain
     no_nan, failure = True, ""
     for k in range(steps):
         t0 = time.perf_counter()
@@ -106,14 +127,24 @@ def main() -> None:
             break
         ms.append(1e3 * (time.perf_counter() - t0))
         residuals.append(report.residual)
-        ke[k] = sim.kinetic_energy()
-        max_speed = max(max_speed, float(np.max(np.linalg.norm(sim.velocities, axis=1))))
-        max_bend = np.maximum(max_bend, joint_bend(sim))
+        if frac is not None and len(frac.broken) != n_broken:    # broken twigs fall away: not the tree any more
+            att, n_broken = attached(sim.model), len(frac.broken)
+        ke[k] = kinetic_energy(sim, att)
+        max_speed = max(max_speed, float(np.max(np.linalg.norm(sim.velocities[att], axis=1))))
+        cur = sim.model.joint_input_index                        # the intact joints' original indices
+        on_tree = att[sim.model.joint_parent] & att[sim.model.joint_child]
+        cur, bend = cur[on_tree], joint_bend(sim)[on_tree]       # joints of the tree (not of fallen twigs)
+        max_bend[cur] = np.maximum(max_bend[cur], bend)
+        el = elastic(sim)
+        max_elastic[cur] = np.maximum(max_elastic[cur], el[on_tree])
     peak = float(ke.max()) if ke.size else float("nan")
     after = times >= t_end + 10.0 - 1e-9
     ke_after = float(ke[after][0]) if np.any(after) else float("nan")
     quiet = np.flatnonzero((times >= t_end) & (ke < 0.01 * peak))
-    branch = ~is_leaf_joint
+    broken = np.array([j for _, j in frac.broken], dtype=np.int64) if frac is not None else np.zeros(0, np.int64)
+    intact = np.ones(model.n_joints, bool)
+    intact[broken] = False
+    branch = ~is_leaf_joint & intact                 # bends of the joints that held
     strain = r[branch] * max_bend[branch] / model.joint_lengths[branch]    # bending strain r κ, κ = θ / l
     folded = np.flatnonzero(branch & (max_bend > 0.5 * math.pi))
     carried = leaves_beyond(model, leaves)
@@ -138,6 +169,15 @@ def main() -> None:
         "over_90deg_radius_mm_median": float(np.median(r[folded]) * 1e3) if folded.size else None,
         "over_90deg_leaves_carried_median": float(np.median(carried[folded])) if folded.size else None,
         "branch_joints_radius_mm_median": float(np.median(r[branch]) * 1e3) if branch.any() else None,
+        "max_elastic_bending_strain": float(max_elastic[branch].max()) if branch.any() else 0.0,
+        "branch_joints_elastic_strain_over_2pct": int(np.sum(max_elastic[branch] > 0.02)),
+        "rupture_strain": args.rupture_strain,
+        "twigs_broken": int(broken.size),
+        "broken_radius_mm_median": float(np.median(r[broken]) * 1e3) if broken.size else None,
+        "broken_leaves_carried_median": float(np.median(carried[broken])) if broken.size else None,
+        "first_break_s": float(frac.broken[0][0]) if broken.size else None,
+        "segments_detached": int((~att).sum()),
+        "leaves_detached": int((~att[leaves]).sum()) if leaves.size else 0,
         "peak_kinetic_energy_J": peak,
         "peak_kinetic_energy_at_s": float(times[int(np.argmax(ke))]) if ke.size else float("nan"),
         "ke_ratio_after_10s": ke_after / peak,

@@ -30,6 +30,10 @@ import numpy as np
 from scipy.sparse import csr_matrix, diags
 from scipy.sparse.linalg import splu
 
+DEBUG = None
+LEAVE_ONCE = False
+EXPLICIT = True
+
 
 class JointRows:
     """Sparse pattern of the joint Jacobian rows (6 per joint) over the free segments' 6 columns each,
@@ -137,6 +141,8 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     if fr:
         sliding[~active] = 0
     flipped = np.zeros((k, 2), bool)
+    left = np.zeros(k, bool)
+    lam_n_prev = np.maximum(lam_contact, 0.0)
     for _ in range(max(int(rounds), 1)):
         keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
         keep[n_rows_c[~active]] = False
@@ -151,19 +157,29 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
                 keep[rows[off | slide]] = False
                 b[rows[off]] = -friction.lam[off, c]
                 sm = sliding[slide, c] * friction.mu[slide]
-                b[rows[slide]] = sm * lam_contact[slide] - friction.lam[slide, c]
-                er += [rows[off], rows[slide], rows[slide]]
-                ec += [rows[off], rows[slide], n_rows_c[slide]]
-                ev += [np.ones(int(off.sum())), np.ones(int(slide.sum())), -sm]
+                if EXPLICIT:
+                    b[rows[slide]] = sm * lam_n_prev[slide] - friction.lam[slide, c]
+                    er += [rows[off], rows[slide]]
+                    ec += [rows[off], rows[slide]]
+                    ev += [np.ones(int(off.sum())), np.ones(int(slide.sum()))]
+                else:
+                    b[rows[slide]] = sm * lam_contact[slide] - friction.lam[slide, c]
+                    er += [rows[off], rows[slide], rows[slide]]
+                    ec += [rows[off], rows[slide], n_rows_c[slide]]
+                    ev += [np.ones(int(off.sum())), np.ones(int(slide.sum())), -sm]
         repl = csr_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))), shape=(n_rows, n_rows))
         a = (diags(keep.astype(float)) @ s_full + repl).tocsc()
         dl = splu(a, permc_spec="COLAMD").solve(b)
         dx = (jac.T @ dl) * minv
         dl_n = dl[6 * m:6 * m + k]
         lam_n = lam_contact + dl_n
+        lam_n_prev = np.maximum(lam_n, 0.0)
         # tolerances against cycling: a row enters when it would sink deeper than ``enter_depth``, leaves
         # when it pulls by more than a 1e-6 share of the largest push
         leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300))
+        if LEAVE_ONCE:
+            leaving &= ~left
+            left |= leaving
         entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
         if fr:
@@ -182,6 +198,9 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
             sliding[:] = np.where(to_slide, np.sign(lam_t), np.where(to_stick, 0, sliding))
             flipped |= to_slide | to_stick
             changed |= bool(to_slide.any() or to_stick.any())
+        if DEBUG is not None:
+            DEBUG.append((int(leaving.sum()), int(entering.sum()), int(to_slide.sum()) if fr else 0,
+                          int(to_stick.sum()) if fr else 0, int(active.sum()), int((sliding != 0).sum()) if fr else 0))
         if not changed:
             break
         active = (active & ~leaving) | entering     # primal–dual active set: both changes at once

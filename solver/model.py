@@ -253,16 +253,11 @@ class RodModel:
 
     def input_joint_arrays(self) -> dict:
         """The joint arrays in input order (tree joints and loop-closing constraints together), keyed by
-        the :meth:`from_arrays` argument names."""
-        m = self.n_joints + self.loops.n_joints
-        out = {}
-        for name in JOINT_FIELDS:
-            tree, loop = getattr(self, name), getattr(self.loops, name)
-            merged = np.empty((m,) + tree.shape[1:], tree.dtype)
-            merged[self.joint_input_index] = tree
-            merged[self.loops.input_index] = loop
-            out[name] = merged
-        return out
+        the :meth:`from_arrays` argument names. (After :meth:`without_joints` the input indices keep the
+        original numbering, with gaps: the order is what counts.)"""
+        order = np.argsort(np.concatenate((self.joint_input_index, self.loops.input_index)), kind="stable")
+        return {name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order]
+                for name in JOINT_FIELDS}
 
     def with_rest_darboux(self, rest_darboux) -> "RodModel":
         """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
@@ -277,6 +272,23 @@ class RodModel:
         new = copy.copy(self)
         new.rest_darboux = rest
         return new
+
+    def without_joints(self, joints) -> "RodModel":
+        """A copy without the tree joints ``joints`` (indices into the tree joints), every other joint keeping
+        its rest Darboux quaternion (a pre-stressed model stays pre-stressed) and its original input index
+        (``joint_input_index``, ``loops.input_index``): for fracture."""
+        keep = np.ones(self.n_joints, bool)
+        keep[np.asarray(joints, dtype=np.int64)] = False
+        idx = np.concatenate((self.joint_input_index, self.loops.input_index))
+        order = np.argsort(idx, kind="stable")
+        kept = np.concatenate((keep, np.ones(self.loops.n_joints, bool)))[order]      # in input order
+        new = self.copy_with(**{k: v[kept] for k, v in self.input_joint_arrays().items()})
+        if new.n_joints != int(keep.sum()):
+            raise ValueError("without_joints: the remaining joints regrouped into tree and loops differently")
+        original = idx[order][kept]
+        new.joint_input_index = original[new.joint_input_index]
+        new.loops.input_index = original[new.loops.input_index]
+        return new.with_rest_darboux(self.rest_darboux[keep])
 
     def copy_with(self, **changes) -> "RodModel":
         """A new validated model with some constructor arrays replaced (joint arrays in input order,

@@ -72,13 +72,13 @@ class Simulator:
         # Gauss–Seidel constraint sets alternated with the joint solve (Deul Algorithm 1, lines 10–14):
         # objects with begin_step(sim), project(sim) -> residual, end_step(sim) (loop closing, contacts).
         self.gs_constraints: list = [LoopClosingConstraints(model)] if model.loops.n_joints else []
+        # callables f(sim) run after every step, between steps: they may change the topology
+        # (remove_joints; solver/fracture.py)
+        self.post_step: list = []
 
         free = ~model.pinned
         self.free_index = np.flatnonzero(free)
-        seg_to_free = np.full(n, -1, dtype=np.int64)
-        seg_to_free[self.free_index] = np.arange(self.free_index.size)
-        self._seg_a = seg_to_free[model.joint_parent]
-        self._seg_b = seg_to_free[model.joint_child]
+        self._joint_structure()
         mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
         self._mass_diag_free = mass_diag[free]
         self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
@@ -91,6 +91,36 @@ class Simulator:
         self.lam = np.zeros((model.n_joints, 6))
         self._step_open = False
         self.last_report: StepReport | None = None
+
+    def _joint_structure(self) -> None:
+        """Each joint's two segments as free-segment indices (−1: pinned), for the solvers."""
+        seg_to_free = np.full(self.model.n_segments, -1, dtype=np.int64)
+        seg_to_free[self.free_index] = np.arange(self.free_index.size)
+        self._seg_a = seg_to_free[self.model.joint_parent]
+        self._seg_b = seg_to_free[self.model.joint_child]
+
+    def remove_joints(self, joints) -> None:
+        """Break the tree joints ``joints`` (indices into ``model``'s tree joints) between steps: the model
+        loses them (rest Darboux vectors of the others kept), the structure is computed anew for the new
+        topology, and the segments beyond a broken joint move on freely."""
+        if self._step_open:
+            raise RuntimeError("remove_joints: only between steps")
+        joints = np.unique(np.asarray(joints, dtype=np.int64).reshape(-1))
+        if joints.size == 0:
+            return
+        m = self.model.n_joints
+        if joints[0] < 0 or joints[-1] >= m:
+            raise ValueError(f"remove_joints: joint indices must be in 0…{m - 1}, got {joints.tolist()}")
+        keep = np.ones(m, bool)
+        keep[joints] = False
+        self.model = self.model.without_joints(joints)
+        self.lam = self.lam[keep]
+        self._joint_structure()
+        self._kkt = None
+        self._joint_eval = None
+        self._evaluated_pose = None
+        self._colours = None
+        self._alpha_tilde = None
 
     # ------------------------------------------------------------------ parameters (validated)
     @property
@@ -361,6 +391,8 @@ class Simulator:
             raise NonFiniteStateError(f"the solver failed at t = {self.time:.6g} s ({exc}); state restored") from exc
         self.end_step()
         self.last_report = StepReport(iterations, res)
+        for hook in self.post_step:
+            hook(self)
         return self.last_report
 
     def run(self, steps: int) -> StepReport:

@@ -116,7 +116,17 @@ def test_panel_draws_every_setting_with_existing_properties_and_operators(result
     """The sidebar panel's draw, run with a recording layout: all it shows exists (an unknown name would
     break the panel in the UI), including the settings added for pre-stress, collisions and bones."""
     drawn = case(result, "panel")["drawn"]
-    for name in ("rod_model", "rest_shape", "add_bones", "collide", "friction", "self_collision", "youngs_modulus_gpa",
+    for name in ("rod_model", "rest_shape", "add_bones", "collide", "friction", "self_collision", "use_fracture",
+                 "youngs_modulus_gpa",
                  "live_iterations", "storm_peak_speed", "stiff_rods.bake", "stiff_rods.free_bake", "stiff_rods.simulate"):
         assert name in drawn, name
     assert any(d.startswith("label:Segments: ") for d in drawn)        # the converted model's stats
+
+
+def test_breakage_snaps_a_pole_in_the_wind(result):
+    """With Breakage (0.1 % rupture strain) the pole snaps and its top falls below where the intact pole's
+    tip stands; without it no joint is lost."""
+    r = case(result, "breakage")
+    assert r["intact"]["joints_left"] == r["intact"]["joints"]
+    assert r["breakage"]["joints_left"] < r["breakage"]["joints"]
+    assert r["breakage"]["tip_z_m"] < r["intact"]["tip_z_m"] - 0.5

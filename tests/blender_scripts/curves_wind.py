@@ -201,6 +201,30 @@ def storm_on_sapling(zip_unused=None):
     return {"mean_dx_calm_m": tips[False], "mean_dx_storm_m": tips[True]}
 
 
+def breaking_pole():
+    """A 2 m wooden pole (r = 5 mm) clamped at its foot in a 20 m/s Wind field, with Breakage at 0.1 %
+    strain: it snaps near the foot and the top falls; without Breakage it bends and stands."""
+    from stiff_rods.addon.session import SESSIONS
+    out = {}
+    for breakage in (False, True):
+        clear()
+        pole = bezier_curve("Pole", [(0.0, 0.0, 0.5 * i) for i in range(5)], bevel=0.005)
+        s = pole.stiff_rods
+        s.material, s.segment_length, s.use_fracture, s.rupture_strain = "WOOD", 0.1, breakage, 0.1
+        bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0), rotation=(0.0, math.radians(90.0), 0.0))
+        bpy.context.active_object.field.strength = 20.0
+        activate(pole)
+        from stiff_rods.addon import operators
+        assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
+        session = SESSIONS["Pole"]
+        session.set_wind(operators.wind.SceneWind.from_scene(bpy.context.scene))
+        tip = simulate_frames(session, 1, 24)[-1][0].co[-1]
+        out["breakage" if breakage else "intact"] = {"tip_z_m": float(tip[2]),
+                                                      "joints_left": session.sim.model.n_joints,
+                                                      "joints": session.model.n_joints}
+    return out
+
+
 def seed_models_on_a_rope():
     """A 2 m rubber rope clamped at x = 0 falls for 12 frames in still air with each Rod Model (the bake's
     frame loop); PaOBCR also through Bake / Free Bake; then the refusals, each an ERROR report."""
@@ -348,7 +372,8 @@ def main():
     for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
                      ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
                      ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope),
-                     ("colliders", rope_on_colliders), ("panel", panel_draws)]:
+                     ("colliders", rope_on_colliders), ("panel", panel_draws),
+                     ("breakage", breaking_pole)]:
         try:
             out[name] = fn()
         except Exception:
