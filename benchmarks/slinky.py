@@ -24,8 +24,8 @@ mass 0.13 kg (a real Slinky: ~1 N/m, 0.2 kg, flat 2.5 × 0.6 mm ribbon, 80 coils
 capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch). μ 0.4 against the steps, 0.1
 coil on coil; friction rows α = 1e-4 m/N; damping 0.2 /s.
 
-Status: NOT MET (session 3, slinky-3). Measured on this shared 2-core machine (load 3–4, timings ~2× a
-quiet machine), 3 iterations, dt = 10 ms:
+Status: NOT MET (session 3, slinky-3 and slinky-4). Measured on this shared 2-core machine (load 3–4,
+timings ~2× a quiet machine), 3 iterations, dt = 10 ms:
 
 * Friction in the direct solve (solver/contact_kkt.py) works on simple scenes: a rod on a 20° slope
   (μ 0.5) sticks (drift 1.7e-7 m in 0.4 s), on 60° slides within 1.3 % of ½ g (sin θ − μ cos θ) t², a
@@ -36,7 +36,8 @@ quiet machine), 3 iterations, dt = 10 ms:
   round) and tolerances on entering (0.005 R deep) / leaving (λ below −1e-6 λ_max), the stack stays
   at rest for 0.3 s with every exact gap ≥ −0.004 mm (0.006 r); 1.6–2.2 s per step (8 rounds in a step's
   first solve, 4–6 later, SuperLU ~60 ms each at ~6000 rows).
-* Pushed over the edge (push_rate 1 rad/s): gaps ≥ −0.003 mm to 0.05 s, −0.24 mm (0.35 r) at 0.06 s,
+* Pushed over the edge (push_rate 1 rad/s; before slinky-4's fix below): gaps ≥ −0.003 mm to 0.05 s,
+  −0.24 mm (0.35 r) at 0.06 s,
   −0.84 mm at 0.13 s, coils pass through each other at 0.14–0.15 s (``--json``: diverged_at_s 0.15,
   ms_per_step 1074, stairs_descended 0). push_rate 3 rad/s: at 0.05 s. Arch with
   friction: at 0.07–0.08 s (frictionless arch: 0.25 s as before, the ends sliding together).
@@ -44,10 +45,37 @@ quiet machine), 3 iterations, dt = 10 ms:
   (stack, 5 steps: 1885 vs 1791 ms per step, ratio 0.95 in one run; most rounds change more rows);
   removed.
 
-Next: find why a moving stack loses contacts (likely rows generated from the start-of-step pose that
-miss coils meeting within the step when the top coils rotate: more generation margin, or regenerate
-contacts between iterations); fewer rounds (warm-start friction states across steps by contact
-identity); then the walk itself.
+Session 3, slinky-4 — why the pushed stack failed, and the fix (measured, same conditions):
+
+* Not missed contacts: at 0.06 s every overlapping segment pair (exact capsule gap < −0.02 r) lies
+  within one segment of a generated contact on both sides; none is missed until 0.13 s.
+* The active set cycled: in the failing step (0.05 → 0.06 s) all three direct solves stopped at the
+  8-round cap with 45–270 normal rows leaving, 3–134 entering and 10–225 friction rows flipping per
+  round, leaving 41 rows deeper than 0.01 mm inactive. Frictionless, that step's 2nd and 3rd solves
+  settle in 4 rounds. ``--rounds 24`` (old rule): no divergence to 0.2 s but overlaps up to 0.80 mm
+  (1.14 r), ~5 s per step.
+* Fix (solver/contact_kkt.py): friction states change only in rounds where the normal active set did
+  not. Pushed start, ``--seconds 2``: no divergence, max_penetration_m 1.07e-5 (0.015 r), ms_per_step
+  1074 (median), but the stack does not go over the edge (com_drop_m 0.98 mm: a 1 rad/s rigid push
+  cannot lift the centre of mass over the front foot), stairs_descended 0; the solves still mostly end
+  at the cap (active_set_rounds_median 8, unconverged_solves_share 0.84), with states that hold.
+* Arch start with the fix (before: diverged at 0.07–0.08 s): overlaps of 0.33 mm at 0.05 s and 0.89 mm
+  at 0.06 s, diverged at 0.16 s.
+  Here contacts ARE missed: at 0.06 s 18 of 22 overlapping pairs (coils 28–30, up to −0.85 mm) have no
+  generated contact nearby (the spring accelerates the coils together; the prediction the margin uses
+  only knows velocity and gravity). ``margin=1e-3`` m: 0.05 s clean, −0.99 mm at 0.06 s, diverged 0.12 s.
+  Adding the self contacts found at the current iterate (keyed by segment pair, kind and axis point,
+  λ = 0) before each later direct solve of a step: 0.05 s clean, −0.38 mm at 0.06 s, diverged at 0.11 s
+  (with their friction rows from the step's start it diverged at 0.04 s; frictionless new rows here);
+  not kept.
+* Tried and dropped (both worse): a contact that left once per solve may not leave again (pulling
+  rows with sliding friction at s μ λ_n < 0 blew up at 0.03 s); sliding rows bounded by the previous
+  round's μ λ_n instead of coupled to the normal row (overlaps of 1.4 mm at 0.03 s).
+
+Next: for the arch (the real walk's start) regenerate contacts between Newton iterations from the
+current iterate, carrying λ and friction states by contact identity (segment pair + local parameters),
+which also warm-starts the next step; an active-set method that converges (most solves still hit the
+cap); then the walk itself.
 
     python3 benchmarks/slinky.py --json      # last stdout line: one JSON object
 """
@@ -109,7 +137,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         lift: float = 0.12, damping: float = 0.2, start: str = "push", youngs_modulus: float = 200e9,
         torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "direct",
         self_contacts: str = "points", margin=None, friction_compliance: float = 1e-4,
-        push_rate: float = 1.0, edge_gap: float = 0.005,
+        push_rate: float = 1.0, edge_gap: float = 0.005, direct_rounds: int = 8,
         verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Rest shape: coils stacked with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
@@ -154,7 +182,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     contacts = Contacts(model, colliders, friction=friction, self_collision=True, self_friction=self_friction,
                         sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
                         response=response, self_contacts=self_contacts, margin=margin,
-                        friction_compliance=friction_compliance)
+                        friction_compliance=friction_compliance, direct_rounds=direct_rounds)
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:, 2].mean())
 
@@ -201,6 +229,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,
         "contacts_last_step": contacts.n_contacts,
+        "direct_rounds_cap": direct_rounds,
+        "active_set_rounds_median": float(np.median([r for r, _ in contacts.solve_log])) if contacts.solve_log else 0.0,
+        "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log])) if contacts.solve_log else 0.0,
         "com_drop_m": start_height - float(sim.positions[:, 2].mean()),
         "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
@@ -210,8 +241,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=8, help="active-set solves per direct solve at most")
     args = ap.parse_args()
-    result = run(seconds=args.seconds)
+    result = run(seconds=args.seconds, direct_rounds=args.rounds)
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")

@@ -67,7 +67,8 @@ class Contacts:
     solve per sweep, :mod:`solver.contact_kkt`; no Gauss–Seidel pass); ``direct_compliance`` [m/N]
     of the contact rows in that solve (keeps nearly coincident rows from a singular system),
     ``friction_compliance`` [m/N] of its friction rows (a stack of coils stuck to each other is nearly
-    redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py).
+    redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py); ``direct_rounds``:
+    active-set solves per call at most. ``solve_log`` lists (rounds, converged) of every direct solve.
 
     After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
     ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
@@ -78,7 +79,7 @@ class Contacts:
                  exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
                  max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
                  self_contacts: str = "pairs", direct_compliance: float = 1e-7,
-                 friction_compliance: float = 1e-7):
+                 friction_compliance: float = 1e-7, direct_rounds: int = 8):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -91,7 +92,8 @@ class Contacts:
             raise ValueError(f"margin must be finite and ≥ 0 m, got {margin}")
         if not (np.isfinite(compliance) and compliance >= 0.0):
             raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
-        for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0)):
+        for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0),
+                                 ("direct_rounds", direct_rounds, 1)):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
         self.max_colours = int(max_colours)
@@ -109,6 +111,8 @@ class Contacts:
         self.friction_compliance = float(friction_compliance)
         self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
         self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
+        self.direct_rounds = int(direct_rounds)
+        self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
         self._joint_rows = None
         self.friction = float(friction)
         self.self_friction = self.friction if self_friction is None else float(self_friction)
@@ -694,10 +698,12 @@ class Contacts:
         # the step's first solve starts with every touching row active; later ones with the last active set
         touch = (self.direct_touch if self._first_solve else -self.direct_enter) * self.rest
         self._first_solve = False
+        stats = {}
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
             c + at * lam, np.full(c.size, at), lam, touch=touch, friction=friction,
-            enter_depth=self.direct_enter * self.rest)
+            enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats)
+        self.solve_log.append((stats["rounds"], stats["converged"]))
         self.normal_impulse = np.maximum(lam + dl_c, 0.0)
         if friction is not None:
             # the last round's impulses, kept inside the box μ λ_n (rows that still violate it are clamped)

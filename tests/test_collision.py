@@ -292,6 +292,8 @@ def test_bad_input_is_rejected_naming_the_item():
         Contacts(model, response="direct", direct_compliance=0.0)
     with pytest.raises(ValueError, match="friction_compliance"):
         Contacts(model, response="direct", friction_compliance=-1.0)
+    with pytest.raises(ValueError, match="direct_rounds"):
+        Contacts(model, response="direct", direct_rounds=0)
     with pytest.raises(ValueError, match="radius"):
         Sphere(radius=0.0)
     with pytest.raises(ValueError, match="half_extents"):
@@ -400,3 +402,28 @@ def test_direct_response_holds_a_log_pile_in_three_iterations():
     assert worst["direct"] < 0.1
     assert worst["local"] > 2.0 * worst["direct"]
 
+
+
+def test_direct_solve_log_reports_active_set_rounds_and_convergence():
+    """A log pile dropped 2 mm onto a plane (μ 0.5): contacts enter and friction rows stick or slide
+    over several active-set rounds; every direct solve settles within the 8-round cap (the last round
+    changes nothing) and the pile lands with gaps ≥ −0.1 r; capped at one round, the landing solves
+    are reported unconverged."""
+    r = 0.005
+    model = log_pile(r=r)
+    logs = {}
+    for cap in (8, 1):
+        sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+        sim.positions[:, 2] += 0.002
+        contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response="direct",
+                            self_contacts="points", direct_rounds=cap)
+        sim.gs_constraints.append(contacts)
+        for _ in range(5):
+            sim.step()
+        logs[cap] = contacts.solve_log
+        if cap == 8:
+            assert -min(contacts.surface_gaps(sim)) < 0.1 * r
+    assert len(logs[8]) == 15 and len(logs[1]) == 15          # one solve per iteration
+    assert all(conv for _, conv in logs[8])
+    assert all(1 <= rounds <= 8 for rounds, _ in logs[8]) and max(rounds for rounds, _ in logs[8]) > 1
+    assert all(rounds == 1 for rounds, _ in logs[1]) and not all(conv for _, conv in logs[1])
