@@ -19,6 +19,7 @@ import numpy as np
 
 from ..solver import quaternion as quat
 from ..solver.colliders import Box, Mesh
+from .frames import FramePoses, rigid
 
 FLAT_TOLERANCE = 1e-4        # relative to the mesh's size
 CELLS_ALONG_LONGEST = 48
@@ -44,15 +45,6 @@ def _world_triangles(obj):
     return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3], tri.reshape(-1, 3)
 
 
-def _rigid(matrix) -> tuple[np.ndarray, np.ndarray]:
-    """Translation and rotation quaternion of a 4×4 world matrix (scale removed)."""
-    m = np.array(matrix)
-    r = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=0)
-    u, _, vt = np.linalg.svd(r)
-    r = u @ vt
-    return m[:3, 3].copy(), quat.from_matrix(r[None])[0]
-
-
 class SceneCollider:
     """One Collision object: its solver collider (shape fixed at the start frame) and its motion since."""
 
@@ -61,8 +53,8 @@ class SceneCollider:
         v, f = _world_triangles(obj)
         if f.shape[0] == 0:
             raise ValueError(f"Collision object '{obj.name}' has no faces")
-        self.start = _rigid(obj.matrix_world)          # world pose at the start frame
-        self._poses = ((0.0,) + self.start, (0.0,) + self.start)
+        self.start = rigid(obj.matrix_world)           # world pose at the start frame
+        self._frames = FramePoses(*self.start)
         # shape in the frame of the start pose, so the collider's pose(t) is the motion since the start
         t0, q0 = self.start
         local = quat.rotate_inverse(np.broadcast_to(q0, (v.shape[0], 4)), v - t0)
@@ -70,14 +62,10 @@ class SceneCollider:
 
     def read(self, t: float, first: bool = False) -> None:
         """The object's pose at simulation time ``t`` [s] (the scene is at that frame)."""
-        now = (t,) + _rigid(self.obj.matrix_world)
-        self._poses = (now, now) if first else (self._poses[1], now)
+        self._frames.read(t, *rigid(self.obj.matrix_world), first=first)
 
     def pose(self, t: float):
-        (ta, xa, qa), (tb, xb, qb) = self._poses
-        a = 1.0 if tb <= ta else float(np.clip((t - ta) / (tb - ta), 0.0, 1.0))
-        qb = -qb if np.dot(qa, qb) < 0 else qb
-        return (1 - a) * xa + a * xb, quat.normalize((1 - a) * qa + a * qb)
+        return self._frames.at(t)
 
     @property
     def animated(self) -> bool:

@@ -49,3 +49,13 @@ def load_addon():
     import stiff_rods
     stiff_rods.register()
     return stiff_rods
+
+
+def add_wind_field(speed_mps: float) -> None:
+    """A Wind force field blowing along +X (its +Z axis turned there) at ``speed_mps`` [m/s] with the default
+    Field Speed of 1 m/s per unit of strength; nothing for a speed ≤ 0."""
+    import math
+    import bpy
+    if speed_mps > 0:
+        bpy.ops.object.effector_add(type="WIND", location=(-8.0, 0.0, 4.0), rotation=(0.0, math.pi / 2, 0.0))
+        bpy.context.object.field.strength = speed_mps

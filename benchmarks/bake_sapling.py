@@ -18,7 +18,6 @@ import _blender  # noqa: E402
 
 
 def inner(frames: int, wind_mps: float) -> dict:
-    import math
     import bpy
     import numpy as np
     mod = _blender.load_addon()
@@ -27,9 +26,7 @@ def inner(frames: int, wind_mps: float) -> dict:
     from stiff_rods.addon.wind import SceneWind
     arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
     scene = bpy.context.scene
-    if wind_mps > 0:           # a Wind field blowing along +X (its +Z axis)
-        bpy.ops.object.effector_add(type="WIND", location=(-8.0, 0.0, 4.0), rotation=(0.0, math.pi / 2, 0.0))
-        bpy.context.object.field.strength = wind_mps
+    _blender.add_wind_field(wind_mps)
     t0 = time.perf_counter()
     s = Session(arm, scene)
     convert_s = time.perf_counter() - t0

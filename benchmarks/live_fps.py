@@ -19,7 +19,6 @@ import _blender  # noqa: E402
 
 
 def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float) -> dict:
-    import math
     import bpy
     import numpy as np
     _blender.load_addon()
@@ -29,9 +28,7 @@ def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float) -> di
     scene = bpy.context.scene
     scene.stiff_rods.live_iterations = live_iterations
     arm = next(o for o in scene.objects if o.type == "ARMATURE")
-    if wind_mps > 0:           # a Wind field blowing along +X (its +Z axis)
-        bpy.ops.object.effector_add(type="WIND", location=(-8.0, 0.0, 4.0), rotation=(0.0, math.pi / 2, 0.0))
-        bpy.context.object.field.strength = wind_mps
+    _blender.add_wind_field(wind_mps)
     arm.stiff_rods.use_leaves = leaves           # the target is for the birch without leaf segments
     s = Session(arm, scene)
     _switch_to_quaternions(arm, s.source.bone_names)

@@ -48,7 +48,7 @@ from _wind_common import sapling_tree  # noqa: E402
 from solver import NonFiniteStateError, Simulator, quaternion as quat  # noqa: E402
 from solver.drag import AerodynamicDrag  # noqa: E402
 from solver.materials import material  # noqa: E402
-from solver.prestress import gravity_prestress  # noqa: E402
+from solver.prestress import beyond_joints, gravity_prestress  # noqa: E402
 from solver.fracture import RUPTURE_STRAIN, Fracture, attached  # noqa: E402
 from solver.wind import WindField, storm  # noqa: E402
 
@@ -61,24 +61,6 @@ def joint_bend(sim: Simulator) -> np.ndarray:
     d = quat.multiply(quat.conjugate(sim.orientations[m.joint_parent]), sim.orientations[m.joint_child])
     rel = quat.multiply(quat.conjugate(d0), d)
     return 2.0 * np.arccos(np.clip(np.abs(rel[:, 0]), 0.0, 1.0))
-
-
-def kinetic_energy(sim: Simulator, mask: np.ndarray) -> float:
-    """Kinetic energy [J] of the segments in ``mask`` (translation + rotation about the body axes)."""
-    m = sim.model
-    v, w = sim.velocities[mask], sim.angular_velocities[mask]
-    return float(0.5 * np.sum(m.masses[mask] * np.sum(v * v, axis=1)) + 0.5 * np.sum(m.inertia[mask] * w * w))
-
-
-def leaves_beyond(model, leaves) -> np.ndarray:
-    """Per joint, the number of leaf segments on its far side from the root (subtree sums, prestress's
-    sparse triangular solve)."""
-    from solver.prestress import _away_side, _subtree_sums
-    ok, child_away, order, pred, ok_seg = _away_side(model)
-    is_leaf = np.zeros((model.n_segments, 1))
-    is_leaf[leaves] = 1.0
-    sums = _subtree_sums(is_leaf, order, pred, ok_seg)[:, 0]
-    return sums[np.where(child_away, model.joint_child, model.joint_parent)]
 
 
 def main() -> None:
@@ -129,7 +111,7 @@ def main() -> None:
         residuals.append(report.residual)
         if frac is not None and len(frac.broken) != n_broken:    # broken twigs fall away: not the tree any more
             att, n_broken = attached(sim.model), len(frac.broken)
-        ke[k] = kinetic_energy(sim, att)
+        ke[k] = sim.kinetic_energy(att)
         max_speed = max(max_speed, float(np.max(np.linalg.norm(sim.velocities[att], axis=1))))
         cur = sim.model.joint_input_index                        # the intact joints' original indices
         on_tree = att[sim.model.joint_parent] & att[sim.model.joint_child]
@@ -147,7 +129,9 @@ def main() -> None:
     branch = ~is_leaf_joint & intact                 # bends of the joints that held
     strain = r[branch] * max_bend[branch] / model.joint_lengths[branch]    # bending strain r κ, κ = θ / l
     folded = np.flatnonzero(branch & (max_bend > 0.5 * math.pi))
-    carried = leaves_beyond(model, leaves)
+    is_leaf = np.zeros((model.n_segments, 1))
+    is_leaf[leaves] = 1.0
+    carried = beyond_joints(model, is_leaf)[0][:, 0]     # leaves beyond each joint
     result = {
         "segments": model.n_segments,
         "leaves": int(leaves.size),

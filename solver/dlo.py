@@ -116,6 +116,15 @@ class DLORod(PolylineRod):
         p = x[self.tets]
         return np.einsum("ij,ij->i", p[:, 1] - p[:, 0], np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0])) / 6.0
 
+    def volume_gradients(self, x):
+        """Signed volume V (T,) [m³] of every tetrahedron and its gradient ∂V/∂x (T, 4, 3) per corner."""
+        p = x[self.tets]
+        g1 = np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]) / 6.0
+        g2 = np.cross(p[:, 3] - p[:, 0], p[:, 1] - p[:, 0]) / 6.0
+        g3 = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]) / 6.0
+        vol = np.einsum("ij,ij->i", p[:, 1] - p[:, 0], g1)
+        return vol, np.stack((-(g1 + g2 + g3), g1, g2, g3), axis=1)
+
     def _link_angles(self, x):
         """u_ab for every link (a, b): twist angle of R_bQ_b relative to R_aQ_a about R_aR_b."""
         k = self.n_points
@@ -137,13 +146,8 @@ class DLORod(PolylineRod):
         fs = mag[:, None] * u
         np.add.at(f, i, fs)
         np.subtract.at(f, j, fs)
-        p = x[self.tets]                                                                    # Eqs. 10–13
-        g1 = np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]) / 6.0
-        g2 = np.cross(p[:, 3] - p[:, 0], p[:, 1] - p[:, 0]) / 6.0
-        g3 = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]) / 6.0
-        vol = np.einsum("ij,ij->i", p[:, 1] - p[:, 0], g1)
+        vol, grads = self.volume_gradients(x)                                               # Eqs. 10–13
         coef = -self.k_volume * (vol - self.rest_volume) / self.rest_volume**2
-        grads = np.stack((-(g1 + g2 + g3), g1, g2, g3), axis=1)
         np.add.at(f, self.tets, coef[:, None, None] * grads)
         ft, qi, rj = self._torsion(x)                                                       # Eq. 15
         np.add.at(f, qi, ft)

@@ -77,6 +77,15 @@ def _subtree_sums(values: np.ndarray, order: np.ndarray, pred: np.ndarray, ok_se
     return out
 
 
+def beyond_joints(model: RodModel, values: np.ndarray):
+    """Per tree joint, Σ of the per-segment ``values`` (n, k) over the segments on its far side from the pin.
+    Returns (sums (m, k), the joint's segment on that side (m,), determinate (m,) bool: the joint's component
+    has exactly one pinned segment; elsewhere the sums are 0)."""
+    ok, child_away, order, pred, ok_seg = _away_side(model)
+    k = np.where(child_away, model.joint_child, model.joint_parent)
+    return _subtree_sums(np.asarray(values, dtype=float), order, pred, ok_seg)[k], k, ok
+
+
 def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str = "rotation",
                       iterations: int = 4, max_angle: float | None = None, info: dict | None = None) -> RodModel:
     """A copy of ``model`` whose rest Darboux quaternions make its pose a static equilibrium under
@@ -92,14 +101,13 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
         raise ValueError(f"gravity must be finite, got {gravity!r}")
     if model.n_joints == 0:
         return model
-    ok, child_away, order, pred, ok_seg = _away_side(model)
-    if not np.any(ok):
-        return model
     x, q = model.positions, model.orientations
     mass = model.masses
-    sums = _subtree_sums(np.concatenate((mass[:, None], mass[:, None] * x), axis=1), order, pred, ok_seg)
-    k = np.where(child_away, model.joint_child, model.joint_parent)      # segment beyond each joint
-    m_sub, mx_sub = sums[k, 0], sums[k, 1:]
+    sums, k, ok = beyond_joints(model, np.concatenate((mass[:, None], mass[:, None] * x), axis=1))
+    if not np.any(ok):
+        return model
+    child_away = k == model.joint_child                                 # k: the segment beyond each joint
+    m_sub, mx_sub = sums[:, 0], sums[:, 1:]
     force = m_sub[:, None] * g
     torque = np.cross(mx_sub - m_sub[:, None] * x[k], g)                # about x_k, world frame
     wrench = np.concatenate((force, quat.rotate_inverse(q[k], torque)), axis=1)

@@ -110,11 +110,7 @@ def _max_eigenvalue_bound(rod) -> float:
     i, j = rod.springs[:, 0], rod.springs[:, 1]
     np.add.at(row, i, 2.0 * rod.k_spring)
     np.add.at(row, j, 2.0 * rod.k_spring)
-    p = rod.x[rod.tets]
-    g1 = np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]) / 6.0
-    g2 = np.cross(p[:, 3] - p[:, 0], p[:, 1] - p[:, 0]) / 6.0
-    g3 = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]) / 6.0
-    g = np.linalg.norm(np.stack((-(g1 + g2 + g3), g1, g2, g3), axis=1), axis=2)        # |∂V/∂x_p| per corner
+    g = np.linalg.norm(rod.volume_gradients(rod.x)[1], axis=2)                         # |∂V/∂x_p| per corner
     np.add.at(row, rod.tets, (rod.k_volume / rod.rest_volume**2)[:, None] * g * g.sum(axis=1)[:, None])
     k = rod.n_points
     t = np.arange(1, k - 1)

@@ -412,9 +412,10 @@ class Simulator:
         s = segment % self.model.n_segments
         return self.segment_points(np.array([[0.0, 0.0, 0.5 * self.model.lengths[s]]]), np.array([s]))[0]
 
-    def kinetic_energy(self) -> float:
+    def kinetic_energy(self, segments=None) -> float:
+        """Kinetic energy [J] of the free segments, or of the free ones among ``segments`` ((n,) bool mask)."""
         m = self.model
-        free = ~m.pinned
+        free = ~m.pinned if segments is None else ~m.pinned & np.asarray(segments, bool)
         lin = 0.5 * np.sum(m.masses[free] * np.sum(self.velocities[free] ** 2, axis=1))
         ang = 0.5 * np.sum(m.inertia[free] * self.angular_velocities[free] ** 2)
         return float(lin + ang)

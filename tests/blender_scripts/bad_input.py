@@ -12,6 +12,7 @@ the state is compared with the snapshot. Prints one line ``BAD_INPUT_RESULT {jso
 first difference), plus case-specific checks.
 """
 import json
+import math
 import os
 import sys
 import traceback
@@ -29,6 +30,15 @@ def install(zip_path):
     assert bpy.ops.preferences.addon_install(filepath=zip_path, overwrite=True) == {"FINISHED"}
     addon_utils.enable("stiff_rods", default_set=True, handle_error=lambda exc: (_ for _ in ()).throw(exc))
     assert addon_utils.check("stiff_rods")[1], "stiff_rods did not enable"
+
+
+def wind_field(strength, location=(-6.0, 0.0, 3.0), angle_y_deg=90.0):
+    """A Wind force field at ``location``, its +Z (the wind's direction) turned by ``angle_y_deg`` about +Y
+    (90°: blowing along +X), with Strength ``strength`` (m/s at the default Field Speed)."""
+    bpy.ops.object.effector_add(type="WIND", location=location, rotation=(0.0, math.radians(angle_y_deg), 0.0))
+    field = bpy.context.active_object
+    field.field.strength = strength
+    return field
 
 
 def make_sapling(preset_name="quaking_aspen"):

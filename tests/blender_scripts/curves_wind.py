@@ -7,7 +7,6 @@ frame loop directly: timers and modal handlers never run in background mode) and
 the pytest side judges them. One line ``CURVES_WIND_RESULT {json}``.
 """
 import json
-import math
 import sys
 import traceback
 
@@ -16,7 +15,7 @@ import bpy
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bad_input import activate, install, snapshot, first_diff  # noqa: E402
+from bad_input import activate, install, snapshot, first_diff, wind_field  # noqa: E402
 
 FPS = 24
 
@@ -50,6 +49,16 @@ def bezier_curve(name, points, bevel=0.01):
     return obj
 
 
+def moving_empty(name, *keys):
+    """An empty with its location keyframed at (frame, location) ``keys``."""
+    empty = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(empty)
+    for frame, location in keys:
+        empty.location = location
+        empty.keyframe_insert("location", frame=frame)
+    return empty
+
+
 def points_of(obj):
     sp = obj.data.splines[0]
     co = np.empty(3 * len(sp.bezier_points)); sp.bezier_points.foreach_get("co", co)
@@ -76,12 +85,7 @@ def rope_with_moving_pin():
     over 24 frames (never farther from the clamp than the rope is long)."""
     clear()
     rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
-    empty = bpy.data.objects.new("Hand", None)
-    bpy.context.scene.collection.objects.link(empty)
-    empty.location = (2.0, 0.0, 2.0)
-    empty.keyframe_insert("location", frame=1)
-    empty.location = (1.6, 0.0, 2.3)
-    empty.keyframe_insert("location", frame=24)
+    empty = moving_empty("Hand", (1, (2.0, 0.0, 2.0)), (24, (1.6, 0.0, 2.3)))
     s = rope.stiff_rods
     s.material, s.segment_length, s.pin_object = "RUBBER", 0.1, empty
     activate(rope)
@@ -119,10 +123,7 @@ def pole_in_wind(angle_y_deg):
     clear()
     pole = bezier_curve("Pole", [(0.0, 0.0, 0.5 * i) for i in range(5)], bevel=0.005)
     pole.stiff_rods.material, pole.stiff_rods.segment_length = "WOOD", 0.1
-    bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0))
-    field = bpy.context.active_object
-    field.rotation_euler = (0.0, math.radians(angle_y_deg), 0.0)
-    field.field.strength = 20.0
+    field = wind_field(20.0, (-5.0, 0.0, 1.0), angle_y_deg)
     field.field.shape = "PLANE"
     bpy.context.view_layer.update()
     activate(pole)
@@ -160,12 +161,7 @@ def hooked_curve():
     clear()
     rope = bezier_curve("Rope", [(0.4 * i, 0.0, 2.0) for i in range(6)])
     rope.stiff_rods.material, rope.stiff_rods.pin_root = "RUBBER", True
-    hook = bpy.data.objects.new("Hook", None)
-    bpy.context.scene.collection.objects.link(hook)
-    hook.location = (1.2, 0.0, 2.0)
-    hook.keyframe_insert("location", frame=1)
-    hook.location = (1.2, 0.3, 2.0)
-    hook.keyframe_insert("location", frame=12)
+    hook = moving_empty("Hook", (1, (1.2, 0.0, 2.0)), (12, (1.2, 0.3, 2.0)))
     mod = rope.modifiers.new("Hook", "HOOK")
     mod.object = hook
     mod.vertex_indices_set([3 * 3 + 1])            # Bézier point 3: (handle, point, handle) per point
@@ -211,8 +207,7 @@ def breaking_pole():
         pole = bezier_curve("Pole", [(0.0, 0.0, 0.5 * i) for i in range(5)], bevel=0.005)
         s = pole.stiff_rods
         s.material, s.segment_length, s.use_fracture, s.rupture_strain = "WOOD", 0.1, breakage, 0.1
-        bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0), rotation=(0.0, math.radians(90.0), 0.0))
-        bpy.context.active_object.field.strength = 20.0
+        wind_field(20.0, (-5.0, 0.0, 1.0))
         activate(pole)
         from stiff_rods.addon import operators
         assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
@@ -256,8 +251,7 @@ def seed_models_on_a_rope():
     for name, model, material, wind in (("dlo_wood", "DLO", "WOOD", False), ("paobcr_wind", "PAOBCR", "RUBBER", True)):
         rope.stiff_rods.rod_model, rope.stiff_rods.material = model, material
         if wind:
-            bpy.ops.object.effector_add(type="WIND", location=(-5.0, 0.0, 1.0))
-            bpy.context.active_object.field.strength = 5.0
+            wind_field(5.0, (-5.0, 0.0, 1.0), 0.0)
             activate(rope)
         before = snapshot()
         try:

@@ -16,7 +16,6 @@
 Each phase prints one line ``E2E_RESULT {json}``.
 """
 import json
-import math
 import os
 import shutil
 import sys
@@ -26,6 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bad_input import wind_field  # noqa: E402
 
 
 WIND_MPS = 8.0     # the Wind field's strength: m/s at the default Field Speed of 1 m/s per unit
@@ -99,8 +100,7 @@ def run_bake(preset, out, frames, mod):
         arm = make_sapling_tree.make_tree(preset)
         # a steady breeze from a Wind force field (+Z of the field object turned to +X): the tree is
         # pre-stressed (Rest Shape Auto = Loaded), so in still air it would not move at all
-        bpy.ops.object.effector_add(type="WIND", location=(-6.0, 0.0, 3.0), rotation=(0.0, math.pi / 2, 0.0))
-        bpy.context.object.field.strength = WIND_MPS
+        wind_field(WIND_MPS)
         if preset == "small_pine":
             prune_twig_bones(arm)
     bpy.context.view_layer.objects.active = arm

@@ -24,7 +24,7 @@ import bpy
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bad_input import install, make_sapling  # noqa: E402
+from bad_input import install, make_sapling, wind_field  # noqa: E402
 
 OUT = {}
 
@@ -63,8 +63,7 @@ def script():
     install(zip_path)
     arm, curve, leaves = make_sapling("quaking_aspen")
     arm.stiff_rods.use_leaves = False
-    bpy.ops.object.effector_add(type="WIND", location=(-6.0, 0.0, 3.0), rotation=(0.0, 1.5708, 0.0))
-    bpy.context.object.field.strength = 8.0
+    wind_field(8.0)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 12
     scene.frame_set(1)
