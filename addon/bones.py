@@ -155,18 +155,42 @@ def remove_added_bones(arm) -> int:
     return len(names)
 
 
+class BoneRotations:
+    """Pose-bone rotations from the world orientations of the bones' segments.
+
+    ``q_rest`` (B, 4): the segments' rest orientations; ``bone_rest`` (B, 4): each bone's rest frame
+    (Bone.matrix_local); ``bone_parent`` (B,) indices or −1; ``armature_rotation`` (4,). A bone's pose
+    rotation is the segment's rotation since rest, d = q q_rest⁻¹, taken into armature space
+    (a⁻¹ d a), relative to its parent's (bones inherit their parent's motion), in the bone's rest frame
+    (Q⁻¹ … Q). Multiplied out that is ``L (q_p⁻¹ q) R`` with constants per bone
+    L = Q⁻¹ a⁻¹ q_rest,p and R = q_rest⁻¹ a Q (q_p, q_rest,p: the parent's segment; 1 for a root bone),
+    so a call costs three quaternion products."""
+
+    def __init__(self, q_rest, bone_rest, bone_parent, armature_rotation):
+        q_rest = np.asarray(q_rest, dtype=float)
+        self.parent = np.asarray(bone_parent, dtype=np.int64)
+        self.root = self.parent < 0
+        self._gather = np.maximum(self.parent, 0)
+        qa = np.broadcast_to(np.asarray(armature_rotation, dtype=float), q_rest.shape)
+        rest = np.asarray(bone_rest, dtype=float)
+        q_rest_parent = q_rest[self._gather]
+        q_rest_parent[self.root] = [1.0, 0.0, 0.0, 0.0]
+        self._left = quat.multiply(quat.multiply(quat.conjugate(rest), quat.conjugate(qa)), q_rest_parent)
+        self._right = quat.multiply(quat.multiply(quat.conjugate(q_rest), qa), rest)
+
+    def __call__(self, q_now) -> np.ndarray:
+        """Pose rotations (…, B, 4) for segment orientations ``q_now`` (…, B, 4); sign chosen for continuous
+        keys (w ≥ 0)."""
+        q_now = np.asarray(q_now, dtype=float)
+        q_parent = q_now[..., self._gather, :].copy()
+        q_parent[..., self.root, :] = [1.0, 0.0, 0.0, 0.0]
+        left = np.broadcast_to(self._left, q_now.shape)
+        right = np.broadcast_to(self._right, q_now.shape)
+        local = quat.multiply(quat.multiply(left, quat.multiply_conjugate(q_parent, q_now)), right)
+        np.negative(local, out=local, where=local[..., :1] < 0.0)
+        return local
+
+
 def local_quaternions(q_now, q_rest, bone_rest, bone_parent, armature_rotation) -> np.ndarray:
-    """Pose-bone rotations (…, B, 4) from the world orientations ``q_now`` (…, B, 4) of each bone's segment
-    and their rest orientations ``q_rest`` (B, 4): the segment's rotation since rest, taken into armature
-    space, relative to the parent bone's (bones inherit their parent's motion), in the bone's rest frame
-    ``bone_rest`` (B, 4) (Bone.matrix_local); ``bone_parent`` (B,) indices or −1. Sign chosen for
-    continuous keys (w ≥ 0)."""
-    d_world = quat.multiply(q_now, quat.conjugate(q_rest))
-    qa = np.broadcast_to(armature_rotation, d_world.shape)
-    d_arm = quat.multiply(quat.multiply(quat.conjugate(qa), d_world), qa)
-    has = (bone_parent >= 0)[:, None]
-    d_parent = np.where(has, d_arm[..., np.maximum(bone_parent, 0), :], [1.0, 0.0, 0.0, 0.0])
-    x = quat.multiply(quat.conjugate(d_parent), d_arm)
-    rest = np.broadcast_to(bone_rest, x.shape)
-    local = quat.multiply(quat.multiply(quat.conjugate(rest), x), rest)
-    return np.where(local[..., :1] < 0.0, -local, local)
+    """Pose-bone rotations (…, B, 4) of :class:`BoneRotations` in one call."""
+    return BoneRotations(q_rest, bone_rest, bone_parent, armature_rotation)(q_now)

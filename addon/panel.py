@@ -47,6 +47,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         box.prop(sc, "substeps")
         box.prop(sc, "iterations")
         box.prop(sc, "live_iterations")
+        box.prop(sc, "live_matrix_reuse")
         box.prop(sc, "tolerance")
         box.prop(sc, "use_scene_gravity")
         box = layout.box()

@@ -85,6 +85,12 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
                                  description="Simulate (live preview): one solver step per frame with at most this "
                                              "many Newton iterations, so big trees stay interactive; Bake uses "
                                              "Substeps and Iterations")
+    live_matrix_reuse: IntProperty(name="Live Matrix Reuse", default=2, min=0, max=10,
+                                   description="Simulate (live preview): frames a factorised KKT matrix is reused "
+                                               "for before it is factorised again (simplified Newton: the same "
+                                               "motion, approached a little more slowly; renewed at once when it "
+                                               "stops converging). 0: factorise every frame. Bake always "
+                                               "factorises every iteration")
     tolerance: FloatProperty(name="Tolerance η", default=1e-6, min=0.0, precision=9,
                              description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this")
     use_scene_gravity: BoolProperty(name="Scene Gravity", default=True,

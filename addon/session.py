@@ -18,7 +18,7 @@ from ..solver.prestress import gravity_prestress
 from ..solver.rod_set import RodSet
 from ..solver.tree_builder import attach_leaves, tree_from_branches
 from . import reader
-from .bones import local_quaternions
+from .bones import BoneRotations
 from .colliders import SceneCollider, collision_objects
 from .frames import FramePoses, rotation
 
@@ -149,6 +149,7 @@ class Session:
                         tolerance=self.tolerance, gravity=self.gravity, damping=self.damping,
                         solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
                         kinematic=self.pins.driver if self.pins.driven else None)
+        sim.factor_reuse = self.factor_reuse
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
         if self.rupture_strain is not None:
@@ -202,6 +203,7 @@ class Session:
         most ``live_iterations`` Newton iterations (bounded work per timer tick)."""
         self.substeps = 1 if live else ss.substeps
         self.max_iterations = min(ss.live_iterations, ss.iterations) if live else ss.iterations
+        self.factor_reuse = ss.live_matrix_reuse if live else 0
         self.tolerance = ss.tolerance
 
     def reset(self, frame: int, scene=None, live: bool = False) -> None:
@@ -248,10 +250,12 @@ class Session:
 
         With ΔA the segment's rotation since rest in armature space and Q the bone's rest rotation,
         a bone's pose-space rotation is ``Q⁻¹ (ΔA_parent⁻¹ ΔA) Q`` (rotation keys only: heads follow
-        the parent chain because the joints hold them); see :func:`addon.bones.local_quaternions`."""
+        the parent chain because the joints hold them); see :class:`addon.bones.BoneRotations`."""
         seg = self.bone_segment
-        return local_quaternions(self.sim.orientations[seg], self.model.orientations[seg], self.bone_rest,
-                                 self.source.bone_parent, self.armature_rotation)
+        if getattr(self, "_bone_rotations", (None,))[0] is not self.model:    # constants per rest model
+            self._bone_rotations = (self.model, BoneRotations(self.model.orientations[seg], self.bone_rest,
+                                                              self.source.bone_parent, self.armature_rotation))
+        return self._bone_rotations[1](self.sim.orientations[seg])
 
     def _bind_control_points(self):
         """Every curve control point (and Bézier handle) bound to the nearest segment of its own rod."""

@@ -118,7 +118,7 @@ def test_panel_draws_every_setting_with_existing_properties_and_operators(result
     drawn = case(result, "panel")["drawn"]
     for name in ("rod_model", "rest_shape", "add_bones", "collide", "friction", "self_collision", "use_fracture",
                  "youngs_modulus_gpa",
-                 "live_iterations", "storm_peak_speed", "stiff_rods.bake", "stiff_rods.free_bake", "stiff_rods.simulate"):
+                 "live_iterations", "live_matrix_reuse", "storm_peak_speed", "stiff_rods.bake", "stiff_rods.free_bake", "stiff_rods.simulate"):
         assert name in drawn, name
     assert any(d.startswith("label:Segments: ") for d in drawn)        # the converted model's stats
 
