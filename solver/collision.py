@@ -68,7 +68,14 @@ class Contacts:
     of the contact rows in that solve (keeps nearly coincident rows from a singular system),
     ``friction_compliance`` [m/N] of its friction rows (a stack of coils stuck to each other is nearly
     redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py); ``direct_rounds``:
-    active-set solves per call at most. ``solve_log`` lists (rounds, converged) of every direct solve.
+    active-set solves per call at most, then up to ``direct_grow_rounds`` more in which rows only enter
+    (:func:`solver.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
+    every direct solve.
+    ``self_pairs`` ((k, 2) segment indices, ``self_contacts="points"`` only): candidate pairs present in
+    every step whatever their distance (each joint point of one against the other's axis, where that is
+    the closest point along the rod), e.g. a helix's neighbouring coils, which may close several radii
+    within one step; their rows are refreshed from the iterate at every solve and cost nothing but size
+    while apart (inactive).
 
     After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
     ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
@@ -79,7 +86,8 @@ class Contacts:
                  exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
                  max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
                  self_contacts: str = "pairs", direct_compliance: float = 1e-7,
-                 friction_compliance: float = 1e-7, direct_rounds: int = 8):
+                 friction_compliance: float = 1e-7, direct_rounds: int = 8, self_pairs=None,
+                 direct_grow_rounds: int = 0):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -93,7 +101,7 @@ class Contacts:
         if not (np.isfinite(compliance) and compliance >= 0.0):
             raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
         for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0),
-                                 ("direct_rounds", direct_rounds, 1)):
+                                 ("direct_rounds", direct_rounds, 1), ("direct_grow_rounds", direct_grow_rounds, 0)):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
         self.max_colours = int(max_colours)
@@ -112,6 +120,7 @@ class Contacts:
         self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
         self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
         self.direct_rounds = int(direct_rounds)
+        self.direct_grow_rounds = int(direct_grow_rounds)
         self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
         self._joint_rows = None
         self.friction = float(friction)
@@ -133,6 +142,7 @@ class Contacts:
         self.exclude_hops = int(exclude_hops)
         self._excluded = self._near_pairs(self.exclude_hops) if self._self_segments.size > 1 else np.zeros(0, np.int64)
         self._vertex_table()
+        self._permanent_candidates(self_pairs)
         self._rng_seed = 0
         self.sa = self.sb = np.zeros(0, np.int64)
         self.normal_impulse = np.zeros(0)
@@ -181,6 +191,33 @@ class Contacts:
         self._vid_hi[has] = self._vid_lo[succ[has]]
         self._succ, self._pred = succ, pred
 
+    def _permanent_candidates(self, self_pairs) -> None:
+        """``_perm_v``/``_perm_b``: every joint point of one segment of a ``self_pairs`` row against the
+        other segment's axis (both ways), candidates of every step (topology, computed once)."""
+        self._perm_v = self._perm_b = np.zeros(0, np.int64)
+        if self_pairs is None:
+            return
+        pairs = np.asarray(self_pairs)
+        n = self.model.n_segments
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
+            raise ValueError(f"self_pairs must be a (k, 2) integer array of segment pairs, got shape {pairs.shape}")
+        if self.self_contacts != "points":
+            raise ValueError("self_pairs needs self_contacts='points' (its rows are joint point against axis)")
+        bad = np.flatnonzero((pairs < 0).any(axis=1) | (pairs >= n).any(axis=1) | (pairs[:, 0] == pairs[:, 1]))
+        if bad.size:
+            raise ValueError(f"self_pairs[{bad[0]}] = {pairs[bad[0]].tolist()} is not a pair of two segments of 0..{n - 1}")
+        member = np.zeros(n, bool)
+        member[self._self_segments] = True
+        bad = np.flatnonzero(~member[pairs].all(axis=1))
+        if bad.size:
+            raise ValueError(f"self_pairs[{bad[0]}] = {pairs[bad[0]].tolist()} names a segment without self collision")
+        a, b = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+        v = np.concatenate((self._vid_lo[a], self._vid_hi[a], self._vid_lo[b], self._vid_hi[b]))
+        seg = np.concatenate((b, b, a, a))
+        ok = v >= 0
+        key = np.unique(v[ok] * n + seg[ok])
+        self._perm_v, self._perm_b = key // n, key % n
+
     def _material_shift(self, seg, z, x, q, x_pred, q_pred):
         """Predicted displacement [m] over the step of the axis points z of segments seg."""
         zz = np.zeros((seg.size, 3))
@@ -206,11 +243,19 @@ class Contacts:
         found = cKDTree(vp).sparse_distance_matrix(cKDTree(x[segs]), 0.5 * m.lengths[segs].max() + 2.0 * rmax,
                                                    output_type="ndarray")
         v, b = found["i"].astype(np.int64), segs[found["j"]]
+        perm = np.zeros(v.size, bool)
+        if self._perm_v.size:
+            # permanent candidates (``self_pairs``): kept however far apart, so no fast approach is missed;
+            # one row per (vertex, axis), the detected duplicate dropped
+            v, b = np.concatenate((self._perm_v, v)), np.concatenate((self._perm_b, b))
+            perm = np.concatenate((np.ones(self._perm_v.size, bool), perm))
+            _, first = np.unique(v * n + b, return_index=True)
+            v, b, perm = v[first], b[first], perm[first]
         own, other = vs[v], self._v_other[v]
         keep = (own != b) & (other != b)
         keep &= ~np.isin(np.minimum(own, b) * n + np.maximum(own, b), self._excluded)
         keep &= ~np.isin(np.minimum(other, b) * n + np.maximum(other, b), self._excluded)
-        v, b = v[keep], b[keep]
+        v, b, perm = v[keep], b[keep], perm[keep]
         p = vp[v]
         ab = b_end[b] - a_end[b]
         lb2 = np.einsum("ij,ij->i", ab, ab)
@@ -221,7 +266,7 @@ class Contacts:
         ab_pred = b_end[np.maximum(pr, 0)] - a_end[np.maximum(pr, 0)]
         beyond_pred = np.einsum("ij,ij->i", p - a_end[b], ab_pred) >= 0.0
         keep = ~((t_raw >= 1.0) & (self._succ[b] >= 0)) & ~((t_raw <= 0.0) & (pr >= 0) & ~beyond_pred)
-        v, b, p, t_raw, lb = v[keep], b[keep], p[keep], t_raw[keep], np.sqrt(lb2[keep])
+        v, b, p, t_raw, lb, perm = v[keep], b[keep], p[keep], t_raw[keep], np.sqrt(lb2[keep]), perm[keep]
         t = np.clip(t_raw, 0.0, 1.0)
         d = p - a_end[b] - t[:, None] * (b_end[b] - a_end[b])
         dist = np.linalg.norm(d, axis=1)
@@ -230,7 +275,7 @@ class Contacts:
         zb = (t - 0.5) * m.lengths[b]
         rel = np.linalg.norm(self._material_shift(vs[v], zv, x, q, x_pred, q_pred)
                              - self._material_shift(b, zb, x, q, x_pred, q_pred), axis=1)
-        close = dist - rest < 0.5 * (base[vs[v]] + base[b]) + rel
+        close = (dist - rest < 0.5 * (base[vs[v]] + base[b]) + rel) | perm
         v, b, t, lb, d, dist, rest, zb = v[close], b[close], t[close], lb[close], d[close], dist[close], rest[close], zb[close]
         # Within a tenth of a radius of a joint point of b the contact is that joint point's: one
         # vertex–vertex row, found once whichever side generated it ...
@@ -702,7 +747,8 @@ class Contacts:
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
             c + at * lam, np.full(c.size, at), lam, touch=touch, friction=friction,
-            enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats)
+            enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats,
+            grow_rounds=self.direct_grow_rounds)
         self.solve_log.append((stats["rounds"], stats["converged"]))
         self.normal_impulse = np.maximum(lam + dl_c, 0.0)
         if friction is not None:

@@ -90,7 +90,7 @@ class FrictionRows:
 def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, joint_alpha, inv_mass,
                               free_a, free_b, grad_a, grad_b, contact_rhs, contact_alpha, lam_contact,
                               touch=0.0, rounds: int = 8, friction: FrictionRows | None = None, enter_depth=0.0,
-                              stats: dict | None = None):
+                              stats: dict | None = None, grow_rounds: int = 0):
     """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
 
     ``joint_rhs`` (m, 6) = C + α̃λ of the joints, ``joint_alpha`` (m, 6) α̃; ``inv_mass`` (n_free, 6) M⁻¹;
@@ -108,6 +108,9 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     inactive row enters when the step would take it deeper than ``enter_depth`` [m] (scalar or (k,)).
     ``stats`` (a dict, optional) receives ``rounds`` (solves used) and ``converged`` (the last round
     changed no state; False: the active set was still cycling when ``rounds`` ran out).
+    ``grow_rounds``: if the active set still cycles after ``rounds``, up to this many more solves in which
+    rows may only enter (friction states frozen): the set grows monotonically, so it settles, with no
+    row left penetrating to first order; a row that would pull holds its gap for this solve instead.
     Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
     """
     m, k = joint_rows.n_joints, free_a.size
@@ -142,7 +145,9 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     if fr:
         sliding[~active] = 0
     flipped = np.zeros((k, 2), bool)
-    for used in range(1, max(int(rounds), 1) + 1):
+    cap = max(int(rounds), 1)
+    for used in range(1, cap + max(int(grow_rounds), 0) + 1):
+        growing = used > cap
         keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
         keep[n_rows_c[~active]] = False
         b = rhs.copy()
@@ -168,13 +173,13 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         lam_n = lam_contact + dl_n
         # tolerances against cycling: a row enters when it would sink deeper than ``enter_depth``, leaves
         # when it pulls by more than a 1e-6 share of the largest push
-        leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300))
+        leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300)) & (not growing)
         entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
         # Friction states change only in a round where the normal active set has settled for the current
         # ones: changing both at once cycled (slinky push, 0.05 s: 45–270 normal rows and 10–225 friction
         # rows changing every round until the cap, 41 rows left inside; staggered: gaps ≥ −0.015 r to 0.3 s).
-        if fr and not changed:
+        if fr and not changed and not growing:
             dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
             lam_t = friction.lam + dl_t
             bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
@@ -196,7 +201,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         if fr:
             sliding[~active] = 0
     if stats is not None:
-        stats.update(rounds=used, converged=not changed)
+        stats.update(rounds=used, converged=not changed, grown=used > cap)
     # Rows still pulling after the last round are dropped (λ ≥ 0); their share of Δx stays (first order).
     dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1) if fr else np.zeros((k, 2))
     return dx.reshape(-1, 6), dl[:6 * m].reshape(m, 6), dl[6 * m:6 * m + k], dl_t

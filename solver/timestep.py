@@ -174,10 +174,10 @@ class Simulator:
         always the current ``C + α̃λ``, so the constraints converge to the same tolerance and static
         equilibria are the same. In motion the position update follows the Jacobians the iterations used
         (Eq. 22 drops XPBD's momentum residual g, as exact Newton does too), so the path differs by the
-        Jacobian change times the constraint impulse: 0.05 % of the Deul cantilever's fall; on the white birch in
-        a 10 m/s wind ≤ 16 mm while the gust first bends it, 1.5 mm after 2 s (tests/test_factor_reuse.py,
-        benchmarks/live_fps.py). For the live preview, where one iteration
-        per frame is all the time there is and the factorisation is its largest part."""
+        Jacobian change times the constraint impulse: 0.05 % of the Deul cantilever's fall; on the white birch
+        in a 10 m/s wind ≤ 16 mm while the gust first bends it, 1.5 mm after 2 s (tests/test_factor_reuse.py,
+        benchmarks/live_fps.py). Meant for the live preview, where one iteration per frame is all the time
+        there is and the factorisation is its largest part."""
         return self._factor_reuse
 
     @factor_reuse.setter

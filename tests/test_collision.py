@@ -427,3 +427,71 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     assert all(conv for _, conv in logs[8])
     assert all(1 <= rounds <= 8 for rounds, _ in logs[8]) and max(rounds for rounds, _ in logs[8]) > 1
     assert all(rounds == 1 for rounds, _ in logs[1]) and not all(conv for _, conv in logs[1])
+
+
+def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
+    """Rod A (0.2 m, pinned ends) is driven down 3 r within one 10 ms step onto a free, shorter parallel rod
+    B (0.12 m, under A's middle) one radius below it: the joints drag A's middle, which the step's
+    prediction does not move, so contacts generated at the step's start miss it and A sinks ~1 r into B.
+    Declared as permanent candidate pairs (each segment of A with B's segment below and its two
+    neighbours), the rows are in every solve and the rods stay apart within 0.1 r (exact capsule
+    distances)."""
+    r, n, m = 0.005, 10, 6
+    line = lambda x, z: np.stack((x, 0 * x, np.full_like(x, z)), 1)
+    model = rods([line(np.linspace(-0.1, 0.1, n + 1), 4 * r), line(np.linspace(-0.06, 0.06, m + 1), 0.0)], r,
+                 youngs_modulus=2e9, density=7850.0)
+    pinned = np.zeros(n + m, bool)
+    pinned[[0, n - 1]] = True
+    model = RodModel.from_arrays(model.positions, model.orientations, model.lengths, model.radii, model.densities,
+                                 joint_parent=model.joint_parent, joint_child=model.joint_child,
+                                 youngs_modulus=2e9, pinned=pinned)
+    start = model.positions[pinned]
+
+    def drive(t):                       # down 3 r over the first step, then held
+        return start - [0.0, 0.0, 3 * r * min(t / 0.01, 1.0)], model.orientations[pinned]
+
+    seg = np.arange(n)
+    pairs = np.concatenate([np.stack((seg, n + seg - 2 + d), 1) for d in (-1, 0, 1)])
+    pairs = pairs[(pairs[:, 1] >= n) & (pairs[:, 1] < n + m)]
+    worst = {}
+    for name, candidates in (("detected", None), ("permanent", pairs)):
+        sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0), kinematic=drive)
+        contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points",
+                            self_pairs=candidates)
+        sim.gs_constraints.append(contacts)
+        worst[name] = 0.0
+        for _ in range(3):
+            sim.step()
+            worst[name] = max(worst[name], -contacts.surface_gaps(sim)[0])
+    assert worst["detected"] > 0.5 * r
+    assert worst["permanent"] < 0.1 * r
+
+
+def test_self_pairs_are_checked():
+    model = rods([np.stack((np.linspace(0, 0.1, 6), np.zeros(6), np.zeros(6)), 1)], 0.005)
+    for bad, match in ((np.array([[0, 5]]), "self_pairs\\[0\\]"), (np.array([[1, 1]]), "self_pairs\\[0\\]"),
+                       (np.zeros((2, 3), int), "\\(k, 2\\)"), (np.array([[0.0, 2.0]]), "integer")):
+        with pytest.raises(ValueError, match=match):
+            Contacts(model, self_collision=True, self_contacts="points", self_pairs=bad)
+    with pytest.raises(ValueError, match="self_contacts='points'"):
+        Contacts(model, self_collision=True, self_contacts="pairs", self_pairs=np.array([[0, 3]]))
+
+
+def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
+    """The log pile of the solve-log test dropped 2 mm, capped at one primal–dual round: the solves end
+    unconverged (above); with up to 8 grow-only rounds after it (rows only enter) every solve settles and
+    the pile lands with gaps ≥ −0.1 r."""
+    r = 0.005
+    model = log_pile(r=r)
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+    sim.positions[:, 2] += 0.002
+    contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response="direct",
+                        self_contacts="points", direct_rounds=1, direct_grow_rounds=8)
+    sim.gs_constraints.append(contacts)
+    deepest = 0.0
+    for _ in range(5):
+        sim.step()
+        deepest = max(deepest, -min(contacts.surface_gaps(sim)))
+    assert all(conv for _, conv in contacts.solve_log)
+    assert max(rounds for rounds, _ in contacts.solve_log) > 1          # the grow rounds were needed
+    assert deepest < 0.1 * r
