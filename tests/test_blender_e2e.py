@@ -72,6 +72,8 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
     else:                                                  # the willow's softest whips cannot: they sag from it
         assert preset == "weeping_willow" and baked["prestress_capped"] < 0.01 * baked["segments"]
     assert baked["live_frame"] == 4 and baked["live_max_bone_change"] > 1e-4   # the wind moved the bones live
+    # the live preview reuses its KKT factorisation (scene setting Live Matrix Reuse); the bake never does
+    assert baked["live_factor_reuse"] == [2, 2] and baked["bake_factor_reuse"] == 0
     assert baked["max_tail_motion_m"] > 1e-3                                     # the tree really moved
     # the pine's terminal twigs lose their bones first (a rig like Sapling's mesh trees, bones only for the
     # first armLevels levels): the bake adds them back (their tails are checked against the simulation below

@@ -127,6 +127,7 @@ def run_bake(preset, out, frames, mod):
         scene.frame_set(1)
         s.set_wind(wind_mod.SceneWind.from_scene(scene) if blowing else None)
         s.reset(1, scene, live=True)      # as the Simulate operator does
+        result["live_factor_reuse"] = (s.sim.factor_reuse, scene.stiff_rods.live_matrix_reuse)
         for _ in range(3):
             ops_mod.step_live(s, scene)
         bpy.context.view_layer.update()
@@ -146,6 +147,7 @@ def run_bake(preset, out, frames, mod):
     scene.frame_set(1)
     ref.set_wind(wind_mod.SceneWind.from_scene(scene))
     ref.reset(1, scene)
+    result["bake_factor_reuse"] = ref.sim.factor_reuse
     tails = [span_tails(ref)]
     for _ in range(frames - 1):
         ref.advance_frame(scene)
