@@ -1,7 +1,10 @@
 """Deul Fig. 1 / §5: a 500-segment helical Slinky walks down a staircase (dt = 10 ms, 3 KKT/GS iterations).
 
 A steel helix (50 coils of 10 segments) starts arched from the top step onto the next (``start="arch"``,
-default since session 4, slinky-6: the walking Slinky's own pose); ``start="push"`` (the stack at the
+default since session 4, slinky-6: the walking Slinky's own pose; since slinky-7 from x = 0.16 m near the
+top step's edge to x = 0.36 m near the next step's edge, released by a hand: the arch's coils flow along
+its axis toward the leading end at ``release_speed`` 1 m/s; ``trail_coils``/``lead_coils`` put closed
+stacks at either end, ``rest_pitch`` < 1.02 pre-tensions the stacks); ``start="push"`` (the stack at the
 edge of the top step, tipped by a rigid rotation about its front foot at ``push_rate`` rad/s) and
 ``"stack"`` (at rest mid-step) are kept for comparison. Contacts against the steps (Box colliders), a
 floor (Plane) and coil–coil (one row per contact point, ``self_contacts="points"``) are solved with the
@@ -27,9 +30,50 @@ mass 0.13 kg (a real Slinky: ~1 N/m, 0.2 kg, flat 2.5 × 0.6 mm ribbon, 80 coils
 capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch). μ 0.4 against the steps, 0.1
 coil on coil; friction rows α = 1e-4 m/N; contact rows α = 1e-4 m/N (a coil's 10 rows carry the 1.3 N of
 the stack: 1.3e-5 m = 0.019 r sink at the bottom); active set: 8 primal–dual rounds, then up to 8
-grow-only rounds (``grow_rounds``); damping 0.2 /s.
+grow-only rounds (``grow_rounds``); damping 0.2 /s. Start (slinky-7): uniform arch from x = 0.16 to
+0.36 m (step edges at 0.2 and 0.4 m), lift 0.12 m, the arch's coils released at 1 m/s along its axis
+(without it the arch only falls flat: Status). ``trace`` [s] prints the centre of mass, end segments and
+overlap at that interval.
 
 Status: NOT MET (sessions 3–4). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+
+Session 4, slinky-7: the released arch takes ONE step, then stops. Arch start, one run each (``trace``
+output; stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius):
+
+=====================================================================  =====  ======  ======  ==========================
+variant (arch start unless noted)                                      run s  stairs  pen/r   outcome
+=====================================================================  =====  ======  ======  ==========================
+slinky-6 defaults (uniform arch 0.1 → 0.3 m, at rest)                   1.0     0     0.21    arch sags to rest, 0.43 s
+release 0.5 m/s                                                         1.0     1     0.50    coils flow onto step 1,
+                                                                                              slower, still creeping at 1 s
+release 1.0 m/s                                                         1.0     1     0.38    all coils flow onto step 1
+                                                                                              into one stack, at rest 0.25 s
+release 1.0 m/s, run 0.15 m, lift 0.09 m                                0.45    1     0.16    same, at rest 0.35 s
+release 1.0 m/s, arch 0.16 → 0.36 m (the defaults)                      1.2     1     0.18    same, at rest 0.15 s
+release 1.5 m/s, arch 0.16 → 0.36 m                                     0.85    1     0.98    same, stack at the edge
+stacks 25 + 5 coils, arch 0.16 → 0.36 m (± release 0.5 m/s)             0.33    0     1.8     5-coil lead stack yanked
+                                                                                              up; diverged 0.15–0.33 s
+coil radius 50 mm, rise 0.1 m, stacks 20 + 10 coils                     0.26    0     1.5     diverged 0.26 s
+  same + pre-tension (rest pitch −0.5 d) (± release 0.3 m/s)            0.16    0     1.9–4.6 diverged 0.05–0.16 s
+coil radius 50 mm, rise 0.1 m, uniform arch                             0.5     0     0.85    arch falls flat, 0.2 s
+=====================================================================  =====  ======  ======  ==========================
+
+Physics of the failure: with no release the arch simply falls (its top drops from 0.17 m to the lying
+spring's 2R within 0.1–0.2 s, free-fall time of the lift): a stretched helix without pre-tension has a
+beam bending stiffness of order k L R² ~ 1e-4–1e-3 N m², 3 orders too small to carry its own arch, so the
+arch is a purely dynamic state. Released at 1 m/s, the coils flow over and the whole Slinky transfers to
+step 1 (com drop 0.07 m; a real walk's half cycle), but the trailing coils land vertically ON the new
+stack (coil–coil contacts are inelastic, no restitution) instead of flying past it onto step 2, so no
+arch re-forms and it stops: ``end_flips`` stays 0 (the end coils' x, ±R, never cross). Stacks at the arch
+ends (a walking Slinky's mid-cycle pose) overload the contact solve at once (the arch tension,
+k N/n_arch × stretch ≈ 2 N for 20 arch coils over 0.4 m, is several stack weights and slams the stacks
+together). Geometry limits the levers: the arch's bend radius must exceed the coil radius (35 mm) or the
+coils start overlapping on its inside (run 0.09–0.12 m with rise 0.09 m: −1.4 mm at the start; run
+0.15 m needs lift ≤ 0.09 m). Not tried for lack of time (75 min box, ~1.2–1.6 s per step): restitution
+between coils, a sustained hand (pinned trailing end moved over), pre-tension with the uniform arch,
+thinner wire. Per step the LU dominates: a 0.05 s profile of the defaults spent 2.46 s of 3.4 s of
+direct solves in SuperLU's factorisation (21 ms per round, 7.7 rounds per solve), under 0.6 s in
+assembly; re-using the pattern between rounds would save < 20 %.
 
 Session 4, slinky-6 (kept): the arch start no longer diverges. Arch start, one run each (diag. runs,
 ``max_penetration_m`` over the run / wire radius):
@@ -168,6 +212,26 @@ def arch_axis(u: np.ndarray, x0: float, x1: float, z0: float, z1: float, lift: f
     return pts, tan, nrm
 
 
+def stacked_arch_axis(n_pts: int, per_coil: int, pitch: float, trail: int, lead: int, x0: float, x1: float,
+                      z0: float, z1: float, lift: float):
+    """Axis of a walking Slinky's pose at every helix point: ``trail`` closed coils stacked up from (x0, z0)
+    (the trailing end at the bottom), an arch rising ``lift`` [m] above the trailing stack's top and
+    falling onto the leading stack, and ``lead`` closed coils stacked down to (x1, z1) (the leading end at
+    the bottom). Returns points, unit tangents, unit in-plane normals (n_pts, 3) and the arch mask."""
+    c = np.arange(n_pts) / per_coil                                  # coil coordinate of each point
+    coils = (n_pts - 1) / per_coil
+    top0, top1 = z0 + trail * pitch, z1 + lead * pitch
+    u = np.clip((c - trail) / max(coils - trail - lead, 1e-9), 0.0, 1.0)
+    pts, tan, nrm = arch_axis(u, x0, x1, top0, top1, lift)
+    low = c < trail
+    high = c > coils - lead
+    pts[low] = np.stack((np.full(low.sum(), x0), 0 * c[low], z0 + c[low] * pitch), axis=1)
+    tan[low], nrm[low] = [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]
+    pts[high] = np.stack((np.full(high.sum(), x1), 0 * c[high], z1 + (coils - c[high]) * pitch), axis=1)
+    tan[high], nrm[high] = [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]
+    return pts, tan, nrm, ~(low | high)
+
+
 def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_radius: float = 0.0007,
         steps_count: int = 5, rise: float = 0.06, run_m: float = 0.2, seconds: float = 10.0, dt: float = 0.01,
         iterations: int = 3, friction: float = 0.4, self_friction: float = 0.1, sweeps: int = 1, pre_sweeps: int = 0,
@@ -175,13 +239,16 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         torsion_modulus: float = 80e9, density: float = 7850.0, max_colours: int = 32, response: str = "direct",
         self_contacts: str = "points", margin=None, friction_compliance: float = 1e-4,
         push_rate: float = 1.0, edge_gap: float = 0.005, direct_rounds: int = 8, neighbour_rows: bool = True,
-        direct_compliance: float = 1e-4, grow_rounds: int = 8,
-        verbose: bool = False) -> dict:
+        direct_compliance: float = 1e-4, grow_rounds: int = 8, trail_coils: int = 0, lead_coils: int = 0,
+        trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
+        rest_pitch: float = 1.02, trace: float = 0.0, verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
-    # Rest shape: coils stacked with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
+    # Posed stacks: coils with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
     u = np.arange(n_pts) / (n_pts - 1)
-    rest_axis = np.stack((0 * u, 0 * u, u * pitch * coils), axis=1)
+    # Rest shape: pitch ``rest_pitch`` wire diameters; below 1.02 a closed stack is pre-tensioned (its coils
+    # press on each other with k N (1.02 − rest_pitch) 2r, as a real Slinky's), negative: wound the other way.
+    rest_axis = np.stack((0 * u, 0 * u, u * 2.0 * wire_radius * rest_pitch * coils), axis=1)
     z_hat = np.tile([0.0, 0.0, 1.0], (n_pts, 1))
     rest = helix_along(rest_axis, z_hat, np.tile([1.0, 0.0, 0.0], (n_pts, 1)), coils, per_coil, coil_radius)
     centres, frames = segment_frames(rest, rest_axis)
@@ -190,7 +257,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
                                  joint_parent=joints, joint_child=joints + 1, youngs_modulus=youngs_modulus,
                                  torsion_modulus=torsion_modulus)
     # Initial pose: arched from the middle of the top step onto the middle of the next one.
-    axis, tan, nrm = arch_axis(u, 0.5 * run_m, 1.5 * run_m, wire_radius, -rise + wire_radius, lift)
+    x0 = 0.5 * run_m if trail_x is None else trail_x
+    x1 = 1.5 * run_m if lead_x is None else lead_x
+    axis, tan, nrm, in_arch = stacked_arch_axis(n_pts, per_coil, pitch, trail_coils, lead_coils, x0, x1,
+                                                wire_radius, -rise + wire_radius, lift)
     arched_x, arched_q = segment_frames(helix_along(axis, tan, nrm, coils, per_coil, coil_radius), axis)
 
     stairs = [Box((k * run_m + 0.5 * run_m if k < steps_count else 0.5 * (k * run_m + 4.0), 0.0, -k * rise - 1.0),
@@ -201,6 +271,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     if start == "arch":
         sim.positions[:] = arched_x
         sim.orientations[:] = arched_q
+        # released by a hand: the arch's coils flow along the axis toward the leading stack [m/s]
+        flow = 0.5 * (tan[1:] * in_arch[1:, None] + tan[:-1] * in_arch[:-1, None])
+        sim.velocities[:] = release_speed * flow
     elif start == "stack":                  # the stack standing on the middle of the top step
         sim.positions[:] = model.positions + [0.5 * run_m, 0.0, wire_radius * 1.01]
     else:
@@ -241,6 +314,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     trail_step = []
     diverged_at = None
     violated_at = None                          # first time an overlap exceeds the target, 0.1 wire radius
+    start_gaps = contacts.surface_gaps(sim)
+    if trace:
+        print(f"start gaps self {start_gaps[0] * 1e3:.3f} col {start_gaps[1] * 1e3:.3f} mm", flush=True)
     for _ in range(n_steps):
         t0 = time.perf_counter()
         sim.step()
@@ -258,6 +334,11 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         if verbose:
             print(f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap*1e3:.4f} "
                   f"col_gap {col_gap*1e3:.4f} mm  ms {times[-1]*1e3:.0f}  ends_x {ends_x}", flush=True)
+        if trace and round(sim.time / trace, 6) % 1 == 0:
+            xc = sim.positions
+            print(f"t {sim.time:.2f} com ({xc[:, 0].mean():.3f}, {xc[:, 2].mean():.3f}) trail ({xc[0, 0]:.3f}, "
+                  f"{xc[0, 2]:.3f}) lead ({xc[-1, 0]:.3f}, {xc[-1, 2]:.3f}) top z {xc[:, 2].max():.3f} "
+                  f"pen/r {worst / wire_radius:.2f} flips {flips} ms {times[-1] * 1e3:.0f}", flush=True)
         # two capsules overlap by 2 r at most (axes crossing): past 1.5 r coils pass through each other
         if worst > 1.5 * wire_radius:
             diverged_at = sim.time
@@ -292,8 +373,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=8, help="active-set solves per direct solve at most")
     ap.add_argument("--start", default="arch", choices=("arch", "push", "stack"))
+    ap.add_argument("--release-speed", type=float, default=1.0, help="m/s of the arch's coils at the start")
     args = ap.parse_args()
-    result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start)
+    result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed)
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")
