@@ -79,6 +79,9 @@ class Session:
             rest = np.array([np.array(src.armature.data.bones[n].matrix_local)[:3, :3] for n in src.bone_names])
             self.bone_rest = quat.from_matrix(rest) if len(rest) else np.zeros((0, 4))
             self.armature_rotation = quat.from_matrix(rotation(src.armature.matrix_world))
+            # every rest model of this session (pins, pre-stress) shares the drawn orientations
+            self.bone_rotations = BoneRotations(self.model.orientations[self.bone_segment], self.bone_rest,
+                                                src.bone_parent, self.armature_rotation)
         else:
             self.curve_binding = self._bind_control_points()
 
@@ -251,11 +254,7 @@ class Session:
         With ΔA the segment's rotation since rest in armature space and Q the bone's rest rotation,
         a bone's pose-space rotation is ``Q⁻¹ (ΔA_parent⁻¹ ΔA) Q`` (rotation keys only: heads follow
         the parent chain because the joints hold them); see :class:`addon.bones.BoneRotations`."""
-        seg = self.bone_segment
-        if getattr(self, "_bone_rotations", (None,))[0] is not self.model:    # constants per rest model
-            self._bone_rotations = (self.model, BoneRotations(self.model.orientations[seg], self.bone_rest,
-                                                              self.source.bone_parent, self.armature_rotation))
-        return self._bone_rotations[1](self.sim.orientations[seg])
+        return self.bone_rotations(self.sim.orientations[self.bone_segment])
 
     def _bind_control_points(self):
         """Every curve control point (and Bézier handle) bound to the nearest segment of its own rod."""

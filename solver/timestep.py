@@ -23,6 +23,13 @@ KinematicDriver = Callable[[float], tuple]
 REUSE_CONTRACTION = 0.1
 
 
+def _count(name: str, value, low: int) -> int:
+    """``value`` as an int, or ValueError naming ``name`` unless it is an integer ≥ ``low``."""
+    if int(value) != value or value < low:
+        raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
+    return int(value)
+
+
 class NonFiniteStateError(FloatingPointError):
     """A step produced NaN or inf; the simulator state was left as it was before the step."""
 
@@ -159,9 +166,7 @@ class Simulator:
 
     @max_iterations.setter
     def max_iterations(self, value: int) -> None:
-        if int(value) != value or value < 1:
-            raise ValueError(f"max_iterations must be an integer ≥ 1, got {value}")
-        self._max_iterations = int(value)
+        self._max_iterations = _count("max_iterations", value, 1)
 
     @property
     def factor_reuse(self) -> int:
@@ -182,9 +187,7 @@ class Simulator:
 
     @factor_reuse.setter
     def factor_reuse(self, value: int) -> None:
-        if int(value) != value or value < 0:
-            raise ValueError(f"factor_reuse must be an integer ≥ 0, got {value}")
-        self._factor_reuse = int(value)
+        self._factor_reuse = _count("factor_reuse", value, 0)
         self._factor_age = None
 
     @property
