@@ -6,7 +6,8 @@ top step's edge to x = 0.36 m near the next step's edge, released by a hand: the
 its axis toward the leading end at ``release_speed`` 1 m/s; ``trail_coils``/``lead_coils`` put closed
 stacks at either end, ``rest_pitch`` < 1.02 pre-tensions the stacks); ``start="push"`` (the stack at the
 edge of the top step, tipped by a rigid rotation about its front foot at ``push_rate`` rad/s) and
-``"stack"`` (at rest mid-step) are kept for comparison. Contacts against the steps (Box colliders), a
+``"stack"`` (at rest mid-step) are kept for comparison, and ``"hand"`` (session 5: the stack 5 mm behind
+the top step's edge, its top coil turned over onto the next step by a kinematic hand that then lets go). Contacts against the steps (Box colliders), a
 floor (Plane) and coil–coil (one row per contact point, ``self_contacts="points"``) are solved with the
 joints in one sparse direct solve per iteration (``response="direct"``, solver/contact_kkt.py), Coulomb
 friction as two tangential rows per contact in that solve (sticking / sliding on the box μ λ_n by the
@@ -27,7 +28,9 @@ Parameters: round steel wire r = 0.7 mm (E 200 GPa, G 80 GPa, 7850 kg/m³), coil
 × 10 segments (500 segments; 10 per coil so that joint points of stacked coils face each other and
 give one vertex–vertex row each), pitch 1.02 wire diameters; axial spring rate 4GJ/(πD³N) ≈ 2.2 N/m,
 mass 0.13 kg (a real Slinky: ~1 N/m, 0.2 kg, flat 2.5 × 0.6 mm ribbon, 80 coils; not tried: the contact
-capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch). μ 0.4 against the steps, 0.1
+capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch; and with Deul Eq. 6's J = I1 + I2
+the ribbon's torsion constant, 4.9e-13 m⁴, exceeds the round wire's 3.8e-13, so it would not soften the
+spring: session 5 lowered E and G instead). μ 0.4 against the steps, 0.1
 coil on coil; friction rows α = 1e-4 m/N; contact rows α = 1e-4 m/N (a coil's 10 rows carry the 1.3 N of
 the stack: 1.3e-5 m = 0.019 r sink at the bottom); active set: 8 primal–dual rounds, then up to 8
 grow-only rounds (``grow_rounds``); damping 0.2 /s. Start (slinky-7): uniform arch from x = 0.16 to
@@ -35,7 +38,45 @@ grow-only rounds (``grow_rounds``); damping 0.2 /s. Start (slinky-7): uniform ar
 (without it the arch only falls flat: Status). ``trace`` [s] prints the centre of mass, end segments and
 overlap at that interval.
 
-Status: NOT MET (sessions 3–4). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+Status: NOT MET (sessions 3–5). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+
+Session 5: softer springs, pre-tension and a hand start; none walks. One run each (``trace`` output;
+stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius). The hand is a pinned
+segment welded (a joint of the wire's stiffness) to the top coil's end segment; it turns that coil over
+in a half turn about +y onto ``hand_clearance`` above the next step (landing centre x = 0.36 m) and lets
+go by ``Simulator.remove_joints`` (the direct contact solve now rebuilds its joint rows when the model
+changes; before, the next solve raised on the stale rows).
+
+==========================================================================  ======  ======  =====  ==============================
+variant                                                                     run s   stairs  pen/r  outcome
+==========================================================================  ======  ======  =====  ==============================
+arch (defaults), E 50 GPa, G 20 GPa: k ≈ 0.55 N/m, a real Slinky's k/m       0.6     1       0.47   collapses onto step 1 in 0.2 s
+arch (defaults), rest pitch 0.5 (pre-tension 0.08 N)                         0.6     1       0.46   the same
+hand over 0.5 s, coil set down on step 1 (two runs)                          0.35    0       1.6    diverged: the held coil's
+                                                                                                    neighbours driven 0.36 mm
+                                                                                                    into step 1 by the hand
+  same, rest pitch 0.5 (pre-tension)                                         0.47    0       2.2    0.28 r from 0.01 s; diverged
+hand over 0.5 s, let go 4 mm above step 1                                    0.42    0       1.6    diverged during the move
+hand over 0.8 s, let go 4 mm above step 1                                    2.0     1       1.0    the arch pulls the placed end
+                                                                                                    back (x 0.33 → 0.24 m), the
+                                                                                                    rest slides off step 0 after
+                                                                                                    it: one pile at rest, 1.3 s
+hand over 0.8 s, contact rows α 3e-5 m/N                                     2.25    1       0.88   the end stays on step 1, the
+                                                                                                    stack slides down after it;
+                                                                                                    one stack at rest at 1.7 s
+hand over 0.8 s, E 50 GPa, G 20 GPa                                          1.04    0       2.0    diverged after letting go
+hand over 0.8 s, E 50 GPa, G 20 GPa, rise 0.1 m                              0.57    0       1.9    diverged during the move
+==========================================================================  ======  ======  =====  ==============================
+
+The softer spring (a real Slinky's stiffness-to-weight ratio) and pre-tension change nothing while the
+arch is released mid-air: the arch falls within its free-fall time, as before. The hand start stacks the
+first problem on the second: at the stack's front foot the tipping stack rests on one or two contact
+rows, and a row of compliance α 1e-4 m/N sinks 0.1 mm under 1 N (0.14 mm at 0.04 s with the hand
+lifting the top coil), so the 0.1 r target needs α ≤ 5e-5 wherever the whole weight can rest on one row,
+while α ≤ 1e-5 made the arch runs diverge (session 4). Where it does not diverge, the placed end either
+holds and the Slinky slides down after it into one stack (one step, as from the arch), or the arch's
+tension (0.5 N, 20 coil weights) pulls the end back and the rest follows it. Steps cost 1.1–3.4 s each
+(the softer material the most), so these nine runs took the 90 minutes this session gave the Slinky.
 
 Session 4, slinky-7: the released arch takes ONE step, then stops. Arch start, one run each (``trace``
 output; stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius):
@@ -241,7 +282,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         push_rate: float = 1.0, edge_gap: float = 0.005, direct_rounds: int = 8, neighbour_rows: bool = True,
         direct_compliance: float = 1e-4, grow_rounds: int = 8, trail_coils: int = 0, lead_coils: int = 0,
         trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
-        rest_pitch: float = 1.02, trace: float = 0.0, verbose: bool = False) -> dict:
+        rest_pitch: float = 1.02, hand_time: float = 0.5, hand_hold: float = 0.0, hand_x: float = 0.36,
+        hand_clearance: float = 0.004,
+        trace: float = 0.0, verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Posed stacks: coils with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
@@ -252,10 +295,25 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     z_hat = np.tile([0.0, 0.0, 1.0], (n_pts, 1))
     rest = helix_along(rest_axis, z_hat, np.tile([1.0, 0.0, 0.0], (n_pts, 1)), coils, per_coil, coil_radius)
     centres, frames = segment_frames(rest, rest_axis)
-    joints = np.arange(n_pts - 2)
-    model = RodModel.from_arrays(centres, frames, np.linalg.norm(np.diff(rest, axis=0), axis=1), wire_radius, density,
-                                 joint_parent=joints, joint_child=joints + 1, youngs_modulus=youngs_modulus,
-                                 torsion_modulus=torsion_modulus)
+    lengths = np.linalg.norm(np.diff(rest, axis=0), axis=1)
+    n_seg = n_pts - 1                           # the Slinky's segments; a "hand" start adds one after them
+    joints = np.arange(n_seg - 1)
+    parent, child, radii = joints, joints + 1, np.full(n_seg, wire_radius)
+    point_parent, point_child, pinned = None, None, None
+    hand = start == "hand"
+    if hand:
+        # The hand: a pinned segment welded to the top coil's end segment at its centre (a joint of the
+        # wire's own stiffness); a tiny radius keeps it out of every contact.
+        centres, frames = np.vstack((centres, centres[-1:])), np.vstack((frames, frames[-1:]))
+        lengths, radii = np.append(lengths, lengths[-1]), np.append(radii, 1e-6)
+        parent, child = np.append(parent, n_seg - 1), np.append(child, n_seg)
+        point_parent = np.zeros((n_seg, 3)); point_parent[:-1, 2] = 0.5 * lengths[:n_seg - 1]
+        point_child = np.zeros((n_seg, 3)); point_child[:-1, 2] = -0.5 * lengths[1:n_seg]
+        pinned = np.arange(n_seg + 1) == n_seg
+    model = RodModel.from_arrays(centres, frames, lengths, radii, density, joint_parent=parent, joint_child=child,
+                                 joint_point_parent=point_parent, joint_point_child=point_child,
+                                 joint_radii=wire_radius, youngs_modulus=youngs_modulus,
+                                 torsion_modulus=torsion_modulus, pinned=pinned)
     # Initial pose: arched from the middle of the top step onto the middle of the next one.
     x0 = 0.5 * run_m if trail_x is None else trail_x
     x1 = 1.5 * run_m if lead_x is None else lead_x
@@ -267,8 +325,34 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
                   (0.5 * run_m if k < steps_count else 0.5 * (4.0 - k * run_m), 1.0, 1.0)) for k in range(steps_count + 1)]
     floor_z = -steps_count * rise
     colliders = stairs + [Plane((0, 0, 1), floor_z - 1e-3)]
-    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, damping=damping)
-    if start == "arch":
+    kinematic = None
+    if hand:
+        # The stack stands just behind the top step's edge; the hand turns the top coil over, up and
+        # across to ``hand_clearance`` m above the next step (a half turn about +y through the midpoint of
+        # the top coil's centre and that place, eased in and out over ``hand_time`` s), holds it
+        # ``hand_hold`` s and lets go: pressed onto the step, the held coil would be driven into it.
+        base = np.array([run_m - coil_radius - wire_radius - edge_gap, 0.0, wire_radius * 1.01])
+        stack_axis = rest_axis * (1.02 / rest_pitch)          # closed coils, pre-tensioned if rest_pitch < 1.02
+        start_x, start_q = segment_frames(helix_along(stack_axis, z_hat, rest[:1] * 0 + [1.0, 0.0, 0.0], coils,
+                                                      per_coil, coil_radius), stack_axis)
+        start_x, start_q = np.vstack((start_x, start_x[-1:])) + base, np.vstack((start_q, start_q[-1:]))
+        top = np.array([base[0], 0.0, start_x[n_seg - 1, 2]])
+        land = np.array([hand_x, 0.0, -rise + wire_radius + hand_clearance])
+        pivot = 0.5 * (top + land)
+        p0, q0 = start_x[n_seg], start_q[n_seg]
+
+        def kinematic(t):
+            u = min(t / hand_time, 1.0)
+            th = np.pi * 0.5 * (1.0 - np.cos(np.pi * u))
+            c, s_ = np.cos(th), np.sin(th)
+            rel = p0 - pivot
+            p = pivot + [c * rel[0] + s_ * rel[2], rel[1], -s_ * rel[0] + c * rel[2]]
+            qy = np.array([np.cos(0.5 * th), 0.0, np.sin(0.5 * th), 0.0])
+            return p[None], quat.multiply(qy[None], q0[None])
+    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, damping=damping, kinematic=kinematic)
+    if hand:
+        sim.positions[:], sim.orientations[:] = start_x, start_q
+    elif start == "arch":
         sim.positions[:] = arched_x
         sim.orientations[:] = arched_q
         # released by a hand: the arch's coils flow along the axis toward the leading stack [m/s]
@@ -292,16 +376,18 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         sim.angular_velocities[:] = quat.rotate_inverse(sim.orientations, np.tile(omega, (model.n_segments, 1)))
     # Permanent rows: coil k lies between coils k ± 1, so segment i can only touch i + per_coil − 1 … + 1
     # (and those below it): candidates in every step, however fast the coils close.
-    seg = np.arange(model.n_segments)
+    seg = np.arange(n_seg)
     pairs = np.concatenate([np.stack((seg, seg + per_coil + d), axis=1) for d in (-1, 0, 1)])
-    pairs = pairs[pairs[:, 1] < model.n_segments] if neighbour_rows else None
-    contacts = Contacts(model, colliders, friction=friction, self_collision=True, self_friction=self_friction, self_pairs=pairs,
+    pairs = pairs[pairs[:, 1] < n_seg] if neighbour_rows else None
+    contacts = Contacts(model, colliders, friction=friction, self_collision=np.arange(model.n_segments) < n_seg,
+                        self_friction=self_friction, self_pairs=pairs,
                         sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
                         response=response, self_contacts=self_contacts, margin=margin,
                         friction_compliance=friction_compliance, direct_rounds=direct_rounds,
                         direct_compliance=direct_compliance, direct_grow_rounds=grow_rounds)
     sim.gs_constraints.append(contacts)
-    start_height = float(sim.positions[:, 2].mean())
+    start_height = float(sim.positions[:n_seg, 2].mean())
+    ends = [0, n_seg - 1]
 
     def step_under(x):
         return int(np.clip(np.floor(x / run_m), 0, steps_count))
@@ -309,7 +395,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     n_steps = int(round(seconds / dt))
     worst = 0.0
     times = []
-    lead = np.sign(sim.positions[-1, 0] - sim.positions[0, 0])
+    # which end leads (+x): the held one for a hand start (both ends start in the one stack)
+    lead = 1.0 if hand else np.sign(sim.positions[n_seg - 1, 0] - sim.positions[0, 0])
+    released = not hand
     flips = 0
     trail_step = []
     diverged_at = None
@@ -318,6 +406,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     if trace:
         print(f"start gaps self {start_gaps[0] * 1e3:.3f} col {start_gaps[1] * 1e3:.3f} mm", flush=True)
     for _ in range(n_steps):
+        if not released and sim.time >= hand_time + hand_hold - 1e-9:
+            sim.remove_joints([n_seg - 1])      # the hand's weld (the last tree joint)
+            released = True
         t0 = time.perf_counter()
         sim.step()
         times.append(time.perf_counter() - t0)
@@ -325,7 +416,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         worst = max(worst, -min(self_gap, col_gap, 0.0))
         if violated_at is None and worst > 0.1 * wire_radius:
             violated_at = sim.time
-        ends_x = sim.positions[[0, -1], 0]
+        ends_x = sim.positions[ends, 0]
         new_lead = np.sign(ends_x[1] - ends_x[0])
         if new_lead != lead and new_lead != 0:
             flips += 1
@@ -335,7 +426,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             print(f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap*1e3:.4f} "
                   f"col_gap {col_gap*1e3:.4f} mm  ms {times[-1]*1e3:.0f}  ends_x {ends_x}", flush=True)
         if trace and round(sim.time / trace, 6) % 1 == 0:
-            xc = sim.positions
+            xc = sim.positions[:n_seg]
             print(f"t {sim.time:.2f} com ({xc[:, 0].mean():.3f}, {xc[:, 2].mean():.3f}) trail ({xc[0, 0]:.3f}, "
                   f"{xc[0, 2]:.3f}) lead ({xc[-1, 0]:.3f}, {xc[-1, 2]:.3f}) top z {xc[:, 2].max():.3f} "
                   f"pen/r {worst / wire_radius:.2f} flips {flips} ms {times[-1] * 1e3:.0f}", flush=True)
@@ -351,7 +442,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "max_penetration_over_wire_radius": worst / wire_radius,
         "ms_per_step": 1e3 * float(np.median(times)),
         "end_flips": flips,
-        "segments": model.n_segments,
+        "segments": n_seg,
         "dt_s": dt,
         "iterations": iterations,
         "seconds": seconds,
@@ -362,7 +453,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "direct_rounds_cap": direct_rounds,
         "active_set_rounds_median": float(np.median([r for r, _ in contacts.solve_log])) if contacts.solve_log else 0.0,
         "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log])) if contacts.solve_log else 0.0,
-        "com_drop_m": start_height - float(sim.positions[:, 2].mean()),
+        "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
         "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 
@@ -372,7 +463,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=8, help="active-set solves per direct solve at most")
-    ap.add_argument("--start", default="arch", choices=("arch", "push", "stack"))
+    ap.add_argument("--start", default="arch", choices=("arch", "push", "stack", "hand"))
     ap.add_argument("--release-speed", type=float, default=1.0, help="m/s of the arch's coils at the start")
     args = ap.parse_args()
     result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed)

@@ -123,6 +123,7 @@ class Contacts:
         self.direct_grow_rounds = int(direct_grow_rounds)
         self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
         self._joint_rows = None
+        self._joint_rows_model = None
         self.friction = float(friction)
         self.self_friction = self.friction if self_friction is None else float(self_friction)
         self.margin = margin
@@ -724,9 +725,11 @@ class Contacts:
         joint solve undoes)."""
         if self.n_contacts == 0 or sim.solver != "kkt" or self.model.n_joints == 0:
             return
-        if self._joint_rows is None:
-            # reads the Simulator's joint sides, masses and evaluator (no public accessor yet)
+        if self._joint_rows is None or self._joint_rows_model is not sim.model:
+            # reads the Simulator's joint sides, masses and evaluator (no public accessor yet); built anew
+            # when the Simulator's model changed (remove_joints: a fracture, a hand letting go)
             self._joint_rows = JointRows(sim.free_index.size, sim._seg_a, sim._seg_b)
+            self._joint_rows_model = sim.model
         b = self._all
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
         n = self._normals(b, pa, pb)

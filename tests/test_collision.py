@@ -495,3 +495,25 @@ def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
     assert all(conv for _, conv in contacts.solve_log)
     assert max(rounds for rounds, _ in contacts.solve_log) > 1          # the grow rounds were needed
     assert deepest < 0.1 * r
+
+
+def test_direct_contacts_follow_remove_joints():
+    """A rope resting on a plane breaks in the middle between steps (Simulator.remove_joints): the direct
+    joint+contact solve builds its joint rows for the new topology, and both halves stay on the plane."""
+    r = 0.005
+    pts = np.stack([np.linspace(0, 1, 21), np.zeros(21), np.full(21, r)], 1)
+    model = rod_from_polyline(pts, r, 1e8)
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", self_contacts="points")
+    sim.gs_constraints.append(contacts)
+    sim.run(10)
+    sim.remove_joints([9])
+    assert sim.model.n_joints == 18
+    deepest = 0.0
+    for _ in range(30):
+        sim.step()
+        deepest = max(deepest, -min(contacts.surface_gaps(sim)))
+    assert deepest < 0.1 * r
+    assert np.max(np.abs(sim.positions[:, 2] - r)) < 0.1 * r          # both halves lie on the plane
+    gap = sim.segment_points(np.array([[0, 0, -0.025]]), [10])[0] - sim.segment_points(np.array([[0, 0, 0.025]]), [9])[0]
+    assert np.linalg.norm(gap) < 1e-3                                 # the halves did not jump apart
