@@ -293,7 +293,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     # press on each other with k N (1.02 − rest_pitch) 2r, as a real Slinky's), negative: wound the other way.
     rest_axis = np.stack((0 * u, 0 * u, u * 2.0 * wire_radius * rest_pitch * coils), axis=1)
     z_hat = np.tile([0.0, 0.0, 1.0], (n_pts, 1))
-    rest = helix_along(rest_axis, z_hat, np.tile([1.0, 0.0, 0.0], (n_pts, 1)), coils, per_coil, coil_radius)
+    x_hat = np.tile([1.0, 0.0, 0.0], (n_pts, 1))
+    rest = helix_along(rest_axis, z_hat, x_hat, coils, per_coil, coil_radius)
     centres, frames = segment_frames(rest, rest_axis)
     lengths = np.linalg.norm(np.diff(rest, axis=0), axis=1)
     n_seg = n_pts - 1                           # the Slinky's segments; a "hand" start adds one after them
@@ -332,9 +333,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         # the top coil's centre and that place, eased in and out over ``hand_time`` s), holds it
         # ``hand_hold`` s and lets go: pressed onto the step, the held coil would be driven into it.
         base = np.array([run_m - coil_radius - wire_radius - edge_gap, 0.0, wire_radius * 1.01])
-        stack_axis = rest_axis * (1.02 / rest_pitch)          # closed coils, pre-tensioned if rest_pitch < 1.02
-        start_x, start_q = segment_frames(helix_along(stack_axis, z_hat, rest[:1] * 0 + [1.0, 0.0, 0.0], coils,
-                                                      per_coil, coil_radius), stack_axis)
+        stack_axis = np.stack((0 * u, 0 * u, u * pitch * coils), axis=1)   # closed coils (pre-tensioned
+        start_x, start_q = segment_frames(helix_along(stack_axis, z_hat, x_hat, coils, per_coil, coil_radius),
+                                          stack_axis)                        # if rest_pitch < 1.02)
         start_x, start_q = np.vstack((start_x, start_x[-1:])) + base, np.vstack((start_q, start_q[-1:]))
         top = np.array([base[0], 0.0, start_x[n_seg - 1, 2]])
         land = np.array([hand_x, 0.0, -rise + wire_radius + hand_clearance])
