@@ -64,6 +64,7 @@ hand over 0.8 s, let go 4 mm above step 1                                    2.0
 hand over 0.8 s, contact rows α 3e-5 m/N                                     2.25    1       0.88   the end stays on step 1, the
                                                                                                     stack slides down after it;
                                                                                                     one stack at rest at 1.7 s
+  same, rise 0.1 m                                                           0.77    0       1.9    diverged as the end lands
 hand over 0.8 s, E 50 GPa, G 20 GPa                                          1.04    0       2.0    diverged after letting go
 hand over 0.8 s, E 50 GPa, G 20 GPa, rise 0.1 m                              0.57    0       1.9    diverged during the move
 ==========================================================================  ======  ======  =====  ==============================
@@ -76,7 +77,7 @@ lifting the top coil), so the 0.1 r target needs α ≤ 5e-5 wherever the whole 
 while α ≤ 1e-5 made the arch runs diverge (session 4). Where it does not diverge, the placed end either
 holds and the Slinky slides down after it into one stack (one step, as from the arch), or the arch's
 tension (0.5 N, 20 coil weights) pulls the end back and the rest follows it. Steps cost 1.1–3.4 s each
-(the softer material the most), so these nine runs took the 90 minutes this session gave the Slinky.
+(the softer material the most), so these ten runs took the 90 minutes this session gave the Slinky.
 
 Session 4, slinky-7: the released arch takes ONE step, then stops. Arch start, one run each (``trace``
 output; stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius):
