@@ -96,21 +96,25 @@ class Simulator:
         self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
         self._mass_diag = mass_diag            # M without the implicit drag term (see _implicit_force_damping)
         self._mass_augmented = False
-        self._kkt: TreeKKT | ChainKKT | None = None
         self.factor_reuse = 0
-        self._joint_eval: joint_constraint.JointEvaluator | None = None
-        self._evaluated_pose = None
-        self._colours: list[np.ndarray] | None = None
         self.lam = np.zeros((model.n_joints, 6))
         self._step_open = False
         self.last_report: StepReport | None = None
 
     def _joint_structure(self) -> None:
-        """Each joint's two segments as free-segment indices (−1: pinned), for the solvers."""
+        """Each joint's two segments as free-segment indices (−1: pinned), for the solvers, and the caches
+        that depend on the joints emptied (built again on first use): one place for the start and for
+        every topology change (:meth:`remove_joints`)."""
         seg_to_free = np.full(self.model.n_segments, -1, dtype=np.int64)
         seg_to_free[self.free_index] = np.arange(self.free_index.size)
         self._seg_a = seg_to_free[self.model.joint_parent]
         self._seg_b = seg_to_free[self.model.joint_child]
+        self._kkt: TreeKKT | ChainKKT | None = None
+        self._joint_eval: joint_constraint.JointEvaluator | None = None
+        self._evaluated_pose = None
+        self._colours: list[np.ndarray] | None = None
+        self._alpha_tilde = None              # α̃ = α/Δt² per joint
+        self._factor_age = None               # no factorisation to reuse
 
     def remove_joints(self, joints) -> None:
         """Break the tree joints ``joints`` (indices into ``model``'s tree joints) between steps: the model
@@ -129,12 +133,6 @@ class Simulator:
         self.model = self.model.without_joints(joints)
         self.lam = self.lam[keep]
         self._joint_structure()
-        self._kkt = None
-        self._joint_eval = None
-        self._evaluated_pose = None
-        self._colours = None
-        self._alpha_tilde = None
-        self._factor_age = None
 
     # ------------------------------------------------------------------ parameters (validated)
     @property
