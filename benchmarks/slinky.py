@@ -38,7 +38,48 @@ grow-only rounds (``grow_rounds``); damping 0.2 /s. Start (slinky-7): uniform ar
 (without it the arch only falls flat: Status). ``trace`` [s] prints the centre of mass, end segments and
 overlap at that interval.
 
-Status: NOT MET (sessions 3–5). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+Status: NOT MET (sessions 3–6). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+
+Session 6: a friction bug found, fixed; still no walk. The direct solve's friction rows held the slip of
+the two AXIS points of a coil–coil contact at zero, and a common rigid rotation θ moves those 2 r θ apart
+(ω × 2r n), so sticking friction locked a stack of coils against tipping and coils against pivoting on
+each other: a plastic stack pushed at 6 rad/s (Q1 below) stopped within one step. Since b2a2b35 friction
+between segments acts at the touching surface points (tests/test_collision.py: a common 0.05 rad turn of
+two touching rods measures 1 mm of slip at the axes, < 1e-8 m at the surfaces); collider contacts keep
+the axis point (at the surface point a rod sliding down a 60° slope stopped whenever its two supports
+swapped). Runs (plastic = round wire r 1.5 mm, E 3 GPa, G 1.1 GPa, 1200 kg/m³: k ≈ 0.65 N/m, 0.093 kg,
+a real Slinky's stiffness to weight; the 0.1 r target is 0.15 mm, so a contact row of α 1e-4 m/N may
+carry 1.5 N):
+
+==============================================================  ======  ======  =====  ====================================
+variant                                                          run s   stairs  pen/r  outcome
+==============================================================  ======  ======  =====  ====================================
+before the fix: plastic, arch (defaults)                         1.5     1       0.09   the arch drapes over the top step's
+                                                                                        edge (trail x 0.20 m), at rest
+  same, rise 0.1 m                                               1.25    1       0.47   the same
+  plastic, push 6 rad/s, rise 0.08 m, run 0.15 m (Q1)            1.5     0       0.03   stopped dead in 0.05 s (top moved
+                                                                                        4 mm, fell back)
+surface friction also on colliders: Q1                           0.6     —       0.88   tips: the lead end lands on step 2
+                                                                                        at 0.4 s (0.88 r on landing)
+after the fix (b2a2b35): Q1                                      0.75    5       0.52   tips slowly (0.3 s), then shoots
+                                                                                        off at 3.7 m/s at 0.30–0.35 s (an
+                                                                                        energy injection, not a walk) and
+                                                                                        slides down to the floor
+  plastic, arch (defaults)                                       1.45    1       0.13   the tail whips up and over (z 0.11 m
+                                                                                        at x 0.29 m, 0.2 s), the arch
+                                                                                        stands, then sinks back onto the
+                                                                                        top step's edge by 1.4 s
+  steel, arch (the defaults)                                     1.0     1       0.41   one stack on step 1 at 0.75 s, as
+                                                                                        before (0.18 r before the fix);
+                                                                                        12.7 % of solves unconverged (1.7)
+==============================================================  ======  ======  =====  ====================================
+
+The fix lets coils pivot on each other (the arch now stands for ~1 s instead of falling within its free-
+fall time), but the sliding friction rows it adds lever arms to (μ λ_n r about the wire axis) make the
+active set harder: the steel defaults end with 12.7 % of solves unconverged and 0.41 r; letting sticking
+rows start to slide in any round, or in the grow-only rounds, blew the log pile of tests/test_collision.py
+up (1e7 r and 1e4 r), so the Coulomb box is still decided only in settled rounds. The plastic push run's
+ejection is such an injection (kinetic friction of a fixed sign while the slip reverses within a solve).
 
 Session 5: softer springs, pre-tension and a hand start; none walks. One run each (``trace`` output;
 stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius). The hand is a pinned

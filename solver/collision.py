@@ -16,7 +16,10 @@ segment pair's along the closest points unless that flipped) and a rest distance
 Friction is Coulomb at the position level (seed 002 §7 uses Macklin et al. 2014; here in XPBD form):
 the relative tangential motion of the two material points over the step is a second constraint whose
 accumulated multiplier is clamped to the cone ``|λ_t| ≤ μ λ_n``: inside the cone the points stick
-(static friction), on it they slide against a friction impulse μ λ_n (kinetic).
+(static friction), on it they slide against a friction impulse μ λ_n (kinetic). In the direct solve
+(``response="direct"``) the two material points of a segment pair are its touching surface points, so
+segments turning together do not slip; the Gauss–Seidel sweeps (and every collider contact) use the
+axis points, which resist a common turn of two touching segments, and rolling on a collider.
 
 Contacts are coloured once per step so that no two contacts of a colour share a free segment; a sweep
 solves each colour at once (vectorised), which is Gauss–Seidel in a multicolour order.
