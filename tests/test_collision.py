@@ -5,6 +5,7 @@ import pytest
 from solver import RodModel, Simulator, rod_from_polyline
 from solver import quaternion as quat
 from solver.collision import Contacts
+from solver.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from solver.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
 from solver.sdf import mesh_signed_distance_grid
 
@@ -525,6 +526,45 @@ def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
     assert all(conv for _, conv in contacts.solve_log)
     assert max(rounds for rounds, _ in contacts.solve_log) > 2          # the grow rounds were needed
     assert deepest < 0.1 * r
+
+
+def test_a_contact_that_pulls_after_the_grow_rounds_carries_no_friction():
+    """Grow-only rounds (after the primal–dual cap) hold every active row, so a row may end up pulling
+    (λ_n < 0). A sliding row's kinetic friction s μ λ_n would then push along the slip; such a contact's
+    friction is released instead. Random small systems (two bodies, six contacts, all sliding, one
+    primal–dual round, up to four grow rounds): every contact left pulling has λ_t = 0 (before, seed 0:
+    μ |λ_n| along the slip on its sliding row, 7.4e2 N·s² on its sticking one), every other sliding one
+    |λ_t| ≤ μ λ_n."""
+    pulled = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        k, mu = 6, 0.5
+        grad = rng.normal(size=(k, 6))
+        grad[:, :3] = [0.0, 0.0, 1.0]
+        free_a, free_b = np.zeros(k, int), np.where(rng.random(k) < 0.5, 1, -1)
+        gap = rng.uniform(-1e-3, 1e-3, k)
+        lam = np.where(rng.random(k) < 0.5, rng.uniform(0.0, 1e-3, k), 0.0)
+        alpha = np.full(k, 1e-6)
+        tangents = np.zeros((k, 2, 6))
+        tangents[:, 0, 0] = tangents[:, 1, 1] = 1.0
+        lam_t = np.zeros((k, 2))
+        lam_t[:, 0] = -mu * lam
+        sliding = np.zeros((k, 2), np.int8)
+        sliding[:, 0] = -1
+        rows = FrictionRows(tangents, -tangents, rng.uniform(-1e-3, 1e-3, (k, 2)), np.full((k, 2), 1e-6), lam_t,
+                            np.full(k, mu), sliding)
+        stats = {}
+        _, _, dl_n, dl_t = solve_joints_and_contacts(
+            JointRows(2, np.zeros(0, int), np.zeros(0, int)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
+            np.zeros((0, 6)), np.zeros((0, 6)), np.ones((2, 6)), free_a, free_b, grad, -grad, gap + alpha * lam,
+            alpha, lam, rounds=1, friction=rows, stats=stats, grow_rounds=4)
+        lam_n, lam_t = lam + dl_n, lam_t + dl_t
+        pulls = lam_n < 0.0
+        pulled += int(pulls.sum())
+        assert np.all(np.abs(lam_t[pulls]) < 1e-10)             # (round-off: 2e-14)
+        slide = ~pulls & (rows.sliding[:, 0] != 0)
+        assert np.all(np.abs(lam_t[slide, 0]) <= mu * lam_n[slide] * (1 + 1e-9) + 1e-15)
+    assert pulled > 0                   # the case occurs
 
 
 def test_direct_contacts_follow_remove_joints():
