@@ -81,6 +81,48 @@ rows start to slide in any round, or in the grow-only rounds, blew the log pile 
 up (1e7 r and 1e4 r), so the Coulomb box is still decided only in settled rounds. The plastic push run's
 ejection is such an injection (kinetic friction of a fixed sign while the slip reverses within a solve).
 
+Session 6, after c6ac1fe (a row held pulling in a grow-only round has its friction released; the push
+start now tips the closed stack, so rest_pitch < 1.02 pre-tensions it as in the hand start). Plastic
+wire unless noted; one run each, killed once at rest:
+
+==============================================================  ======  ======  =====  ====================================
+variant                                                          run s   stairs  pen/r  outcome
+==============================================================  ======  ======  =====  ====================================
+push 6 rad/s, rise 0.08 m, run 0.15 m (the ejected run above)    2.0     1       0.63   no ejection: tips, the lead end lands
+                                                                                        on step 2 at 0.4 s (0.63 r: a coil
+                                                                                        against step 1's front edge), the
+                                                                                        trail is dragged onto step 1 at
+                                                                                        0.85 s; at rest
+push 5 rad/s, run 0.2 m                                          2.15    1       0.20   tips as a column, lands on step 1
+                                                                                        at its edge, drapes over the top
+                                                                                        step's edge; at rest by 0.65 s
+hand over 0.8 s, run 0.2 m                                       2.3     1       1.12   the held end lands; the rest slides
+                                                                                        after it, overlaps on landing
+push 5 rad/s, rest pitch −1 (pre-tension 0.2 N, 21 % of weight)  1.1     0       1.99   tips as a stiff column, lands;
+                                                                                        diverged at 1.1 s
+  same, rise 0.12 m                                              1.45    1       1.61   bounces (the trail jumps 0.12 m),
+                                                                                        diverged
+arch, stacks 20 + 10 coils (± release 0.5 m/s, rise 0.1 m)       0.2     0       1.64   the arch (20 coils over ~0.4 m,
+                                                                                        0.55 N) yanks the 10-coil lead
+                                                                                        stack up; diverged at 0.2–0.45 s
+arch (defaults), contact rows α 1e-5 m/N                         1.15    1       0.62   0.11 r to 0.55 s, then the trail at
+                                                                                        the top step's front edge
+  same, α 3e-5 m/N                                               1.15    1       0.20   drapes over the edge, at rest
+==============================================================  ======  ======  =====  ====================================
+
+Where the first overlap beyond the target comes from (a run stopped there, all contacts listed): in the
+pushed run a segment crossing step 1's front EDGE (0.33 mm into it at 0.34 s). A collider contact keeps
+its axis point and its normal for the step, so a segment sliding along its axis over a box edge brings
+a part with no row into the corner. In the arch run it is coils 183/194 (permanent neighbour rows, so
+the rows exist) 0.3 mm deep at 0.13 s: the tail whipping over lands ~20 coils at 1–2 m/s on the arch,
+several newtons through rows of α 1e-4 m/N (stiffer rows above move the overlap to the edge instead).
+Also measured: a horizontal 20-coil plastic stack clamped at one end droops 127–132 mm with coil–coil
+friction 0.1, 0 or no self contacts at all (the friction fix does not stiffen a stack in bending); the
+arch that stands for a second leans on its two ends like a masonry arch of coils in contact. Tried
+and dropped: letting each row change state only once in the grow-only rounds (so pulling rows leave
+instead of holding their gap): the plastic arch still stands, 1.14 r, and the steel defaults diverged
+at 0.1 s.
+
 Session 5: softer springs, pre-tension and a hand start; none walks. One run each (``trace`` output;
 stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius). The hand is a pinned
 segment welded (a joint of the wire's stiffness) to the top coil's end segment; it turns that coil over
@@ -369,16 +411,17 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     floor_z = -steps_count * rise
     colliders = stairs + [Plane((0, 0, 1), floor_z - 1e-3)]
     kinematic = None
+    # the closed stack standing at the origin: coils one pitch apart (pre-tensioned if rest_pitch < 1.02)
+    stack_axis = np.stack((0 * u, 0 * u, u * pitch * coils), axis=1)
+    closed_x, closed_q = segment_frames(helix_along(stack_axis, z_hat, x_hat, coils, per_coil, coil_radius),
+                                        stack_axis)
     if hand:
         # The stack stands just behind the top step's edge; the hand turns the top coil over, up and
         # across to ``hand_clearance`` m above the next step (a half turn about +y through the midpoint of
         # the top coil's centre and that place, eased in and out over ``hand_time`` s), holds it
         # ``hand_hold`` s and lets go: pressed onto the step, the held coil would be driven into it.
         base = np.array([run_m - coil_radius - wire_radius - edge_gap, 0.0, wire_radius * 1.01])
-        stack_axis = np.stack((0 * u, 0 * u, u * pitch * coils), axis=1)   # closed coils (pre-tensioned
-        start_x, start_q = segment_frames(helix_along(stack_axis, z_hat, x_hat, coils, per_coil, coil_radius),
-                                          stack_axis)                        # if rest_pitch < 1.02)
-        start_x, start_q = np.vstack((start_x, start_x[-1:])) + base, np.vstack((start_q, start_q[-1:]))
+        start_x, start_q = np.vstack((closed_x, closed_x[-1:])) + base, np.vstack((closed_q, closed_q[-1:]))
         top = np.array([base[0], 0.0, start_x[n_seg - 1, 2]])
         land = np.array([hand_x, 0.0, -rise + wire_radius + hand_clearance])
         pivot = 0.5 * (top + land)
@@ -410,10 +453,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         tilt = np.arctan2(pitch, 2.0 * coil_radius)
         spin = np.array([np.cos(0.5 * tilt), 0.0, np.sin(0.5 * tilt), 0.0])     # about +y: top toward +x
         foot = np.array([coil_radius + wire_radius, 0.0, -wire_radius])          # front foot, stack frame
-        rel = quat.rotate(np.tile(spin, (model.n_segments, 1)), model.positions - foot)
+        rel = quat.rotate(np.tile(spin, (model.n_segments, 1)), closed_x - foot)
         base = np.array([run_m - edge_gap, 0.0, 0.0])                           # foot just behind the edge
         sim.positions[:] = base + rel + [0.0, 0.0, 1e-6]
-        sim.orientations[:] = quat.multiply(np.tile(spin, (model.n_segments, 1)), model.orientations)
+        sim.orientations[:] = quat.multiply(np.tile(spin, (model.n_segments, 1)), closed_q)
         omega = np.array([0.0, push_rate, 0.0])
         sim.velocities[:] = np.cross(omega, rel)
         sim.angular_velocities[:] = quat.rotate_inverse(sim.orientations, np.tile(omega, (model.n_segments, 1)))
