@@ -121,7 +121,14 @@ friction 0.1, 0 or no self contacts at all (the friction fix does not stiffen a 
 arch that stands for a second leans on its two ends like a masonry arch of coils in contact. Tried
 and dropped: letting each row change state only once in the grow-only rounds (so pulling rows leave
 instead of holding their gap): the plastic arch still stands, 1.14 r, and the steel defaults diverged
-at 0.1 s.
+at 0.1 s. Tried and not kept, for the box edge: (a) a collider contact at a segment's closest point
+follows that point along the axis at every iteration, against the step's frozen plane: in the stiff-
+row arch run the edge overlap was gone (box gaps ≥ −1 µm at 0.36 s; the first > 0.12 r overlap became
+a coil pair, 0.18 mm), but rods of 22 mm segments (r 1.5 mm) draped over a box edge ended between
+0.0001 and 0.30 r against 0.001–0.13 r before, one of six worse; (b) the plane itself (closest surface
+point and normal) renewed at every iteration as well: such a rod blew up (25 m/s in one step; Newton on
+an edge's normal, which turns by a radian over a wire radius). An edge needs the plane renewed between
+steps, not within one: sub-stepping or a swept contact, next.
 
 Session 5: softer springs, pre-tension and a hand start; none walks. One run each (``trace`` output;
 stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius). The hand is a pinned
