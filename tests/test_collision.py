@@ -507,24 +507,22 @@ def test_self_pairs_are_checked():
 
 
 def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
-    """The log pile of the solve-log test dropped 2 mm, capped at two primal–dual rounds: the solves end
-    unconverged (the pile then sinks 141 r by the fifth step); with up to 8 grow-only rounds after them
-    (rows only enter) every solve settles and the pile lands with gaps ≥ −0.1 r. (Capped at one round,
-    no friction row ever leaves sticking, and since friction acts at the touching surfaces, sticking
-    rows far outside the Coulomb box spin the logs: 0.7 r.)"""
+    """The log pile of the solve-log test dropped 2 mm, capped at one primal–dual round: the solves end
+    unconverged (above); with up to 8 grow-only rounds after it (rows only enter) every solve settles and
+    the pile lands with gaps ≥ −0.1 r."""
     r = 0.005
     model = log_pile(r=r)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
     sim.positions[:, 2] += 0.002
     contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response="direct",
-                        self_contacts="points", direct_rounds=2, direct_grow_rounds=8)
+                        self_contacts="points", direct_rounds=1, direct_grow_rounds=8)
     sim.gs_constraints.append(contacts)
     deepest = 0.0
     for _ in range(5):
         sim.step()
         deepest = max(deepest, -min(contacts.surface_gaps(sim)))
     assert all(conv for _, conv in contacts.solve_log)
-    assert max(rounds for rounds, _ in contacts.solve_log) > 2          # the grow rounds were needed
+    assert max(rounds for rounds, _ in contacts.solve_log) > 1          # the grow rounds were needed
     assert deepest < 0.1 * r
 
 
