@@ -38,7 +38,9 @@ the contact capsule radius is max(radii), 1.25 mm for that ribbon, twice its pit
 J = I1 + I2 its torsion constant, 4.9e-13 m⁴, exceeds a round 0.7 mm wire's 3.8e-13. ``trace`` [s]
 prints the centre of mass, end segments and overlap at that interval.
 
-Status: NOT MET (sessions 3–6). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+Status: NOT MET (sessions 3–6): with the session-6 defaults ``--json`` goes down 3 stairs in 10 s (met),
+but coils overlap by 0.35 wire radii (target 0.1), and it slides more than it walks (one end flip).
+Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
 
 Session 6: a friction bug found, fixed; still no walk. The direct solve's friction rows held the slip of
 the two AXIS points of a coil–coil contact at zero, and a common rigid rotation θ moves those 2 r θ apart
@@ -101,7 +103,12 @@ push 6 rad/s, rise 0.1 m, run 0.15 m (the defaults since)        5.0     2      
                                                                                         step 3 by 0.75 s, trail on step 2
                                                                                         by 2 s (com drop 0.30 m), then
                                                                                         creeps; first > 0.1 r at 1.15 s;
-                                                                                        end_flips 0: not a walk
+                                                                                        end_flips 0 by 5 s
+  the same, ``--json`` (10 s)                                    10.0    3       0.35   stairs target met: trail on step 3
+                                                                                        by 10 s, end_flips 1, com drop
+                                                                                        0.34 m; first > 0.1 r at 1.15 s;
+                                                                                        1323 ms per step, 12 rounds
+                                                                                        median, no unconverged solve
   same, α 3e-6                                                   3.3     2       1.29   the same path, deeper overlaps
 ==============================================================  ======  ======  =====  ====================================
 
