@@ -482,8 +482,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         # released by a hand: the arch's coils flow along the axis toward the leading stack [m/s]
         flow = 0.5 * (tan[1:] * in_arch[1:, None] + tan[:-1] * in_arch[:-1, None])
         sim.velocities[:] = release_speed * flow
-    elif start == "stack":                  # the stack standing on the middle of the top step
-        sim.positions[:] = model.positions + [0.5 * run_m, 0.0, wire_radius * 1.01]
+    elif start == "stack":                  # the closed stack standing on the middle of the top step
+        sim.positions[:] = closed_x + [0.5 * run_m, 0.0, wire_radius * 1.01]
+        sim.orientations[:] = closed_q
     else:
         # "push": the stack stands at the edge of the top step, tilted toward the stairs by the ramp of its
         # bottom coil (atan(pitch / coil diameter), ~1.2°), and is tipped over the edge like a hand starts
