@@ -113,6 +113,12 @@ class Collider:
         w = quat.rotate(q, corners) + tr
         return w.min(axis=0), w.max(axis=0)
 
+    def edges(self, t: float):
+        """The collider's sharp convex edges at time ``t``, or None (a smooth collider): world ends a, b
+        (e, 3) [m] and the outward unit normals n1, n2 (e, 3) of the two faces that meet there. Rods get a
+        contact row against each edge that follows the rod over it (:class:`~solver.collision.Contacts`)."""
+        return None
+
     def closest_parameter(self, a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
         """``s ∈ [0, 1]`` along world segments a→b (k, 3) where φ is smallest: golden-section search,
         exact for convex colliders (φ along a line is then convex)."""
@@ -221,6 +227,24 @@ class Box(Collider):
         corners = np.array(np.meshgrid(*zip(-self.half_extents, self.half_extents), indexing="ij")).reshape(3, -1).T
         w = quat.rotate(self.orientation, corners) + self.center
         self.bounds_local = (w.min(axis=0), w.max(axis=0))
+        # the 12 edges: corner pairs that differ in one coordinate (meshgrid order: bit 4 x, 2 y, 1 z); the
+        # faces meeting there are normal to the other two axes, outward on the corner's side
+        bits = np.array([4, 2, 1])
+        ends, faces = [], []
+        for axis, bit in enumerate(bits):
+            for i in range(8):
+                if i & bit:
+                    continue
+                ends.append((i, i | bit))
+                faces.append([np.where(i & bits[k], 1.0, -1.0) * np.eye(3)[k] for k in range(3) if k != axis])
+        ends, faces = np.array(ends), np.array(faces)
+        self._edge_local = (w[ends[:, 0]], w[ends[:, 1]],
+                            quat.rotate(self.orientation, faces[:, 0]), quat.rotate(self.orientation, faces[:, 1]))
+
+    def edges(self, t):
+        tr, q = self.transform(t)
+        a, b, n1, n2 = self._edge_local
+        return quat.rotate(q, a) + tr, quat.rotate(q, b) + tr, quat.rotate(q, n1), quat.rotate(q, n2)
 
     def local_distance(self, p):
         x = quat.rotate_inverse(self.orientation, p - self.center)

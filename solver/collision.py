@@ -7,9 +7,12 @@ seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep (E
 
 Every segment is a capsule: its axis (local z over ±l/2) swept by the radius ``max(radii)`` (a leaf
 plate by its half thickness). A contact joins an axis point of segment ``a`` to an axis point of
-segment ``b`` (the two closest points, found again in every sweep) or to a fixed world point on a
-collider (a material point of ``a``), with a normal n from b to a (a collider's frozen for the step; a
-segment pair's along the closest points unless that flipped) and a rest distance R:
+segment ``b`` (the two closest points, found again in every sweep; in the direct solve a joint point's
+row follows its closest point over a joint of b's rod onto the next segment), to a fixed world point on
+a collider (a material point of ``a``), or to a collider's sharp edge (``Collider.edges``: the closest
+points of a's axis and the edge, found again in every solve), with a normal n from b to a (a collider's
+frozen for the step; a segment pair's along the closest points unless that flipped; an edge's that of
+the wedge its two faces make, while the rod is clear of it) and a rest distance R:
 
     C = n·(p_a − p_b) − R ≥ 0,   λ_n ≥ 0                                    (unilateral)
 
@@ -42,9 +45,9 @@ def _empty(n: int, *tail) -> np.ndarray:
 
 
 # How the two points of a contact are found in every sweep: both material points fixed for the step
-# (a collider contact, two joint points), a fixed point of a against the closest point of b's axis, or the
-# closest points of both axes (crossing segments).
-FIXED, SLIDE_B, SLIDE_BOTH = 0, 1, 2
+# (a collider contact, two joint points), a fixed point of a against the closest point of b's axis, the
+# closest points of both axes (crossing segments), or the closest points of a's axis and a collider's edge.
+FIXED, SLIDE_B, SLIDE_BOTH, EDGE = 0, 1, 2, 3
 
 
 class Contacts:
@@ -369,6 +372,64 @@ class Contacts:
             return None
         return [np.concatenate(parts) for parts in zip(*out)]
 
+    @staticmethod
+    def _wedge_normals(d, n1, n2, with_distance=False):
+        """Outward normals [unit] (k, 3) of the wedge of faces n1, n2 at points d (k, 3) from their edge: a
+        face's normal where d is over that face, d's own direction (less its part along the edge) in the
+        edge's region, the nearer face's normal inside; and the distance to the wedge [m] (0 inside)."""
+        h1, h2 = np.einsum("ij,ij->i", d, n1), np.einsum("ij,ij->i", d, n2)
+        v = np.maximum(h1, 0.0)[:, None] * n1 + np.maximum(h2, 0.0)[:, None] * n2
+        length = np.sqrt(np.einsum("ij,ij->i", v, v))
+        inside = np.where((h1 >= h2)[:, None], n1, n2)
+        n = np.where((length > 0.0)[:, None], v / np.maximum(length, 1e-300)[:, None], inside)
+        return (n, length) if with_distance else n
+
+    def _edge_candidates(self, x, q, margin, t0, t1):
+        """Contacts with the sharp edges of colliders (``Collider.edges``): segment, z, the edge's closest
+        point, normal, the edge's ends at t1 and t0 and its faces' normals at t1 (k, 2, 3), μ; one per
+        segment and edge whose closest points are within the segment's radius plus ``margin`` of the
+        wedge the edge's two faces make, where the edge's closest point is inside the edge.
+
+        A collider contact keeps its material point and plane for the step, so a coil rolling over a
+        step's edge within one step met the edge between its rows (0.2 wire radii deep in the Slinky).
+        An edge row slides along both the axis and the edge in every solve, like two crossing segments,
+        and measures the gap to the wedge (its normal: a face's normal over that face, the direction
+        from the edge beyond both), so a rod sliding along a face over the edge is free along the face
+        (the edge's own direction there is a tangent plane of its r-cylinder that lets the rod advance
+        by half its distance per solve). The wedge holds the collider, so the row never holds a pose
+        that touches nothing."""
+        out = []
+        a_end, b_end = self._segment_ends(x, q)
+        reach = self.radius + margin
+        lo_s = np.minimum(a_end, b_end) - reach[:, None]
+        hi_s = np.maximum(a_end, b_end) + reach[:, None]
+        for col in self.colliders:
+            e1 = col.edges(t1)
+            if e1 is None:
+                continue
+            e0 = col.edges(t0)
+            lo_e, hi_e = np.minimum(e1[0], e1[1]), np.maximum(e1[0], e1[1])
+            seg, edge = np.nonzero(np.all((lo_s[:, None] <= hi_e[None]) & (hi_s[:, None] >= lo_e[None]), axis=2))
+            if seg.size == 0:
+                continue
+            s, t = closest_points_on_segments(a_end[seg], b_end[seg], e1[0][edge], e1[1][edge])
+            pa = a_end[seg] + s[:, None] * (b_end[seg] - a_end[seg])
+            pe = e1[0][edge] + t[:, None] * (e1[1][edge] - e1[0][edge])
+            normal = self._wedge_normals(pa - pe, e1[2][edge], e1[3][edge])
+            keep = (np.einsum("ij,ij->i", normal, pa - pe) < reach[seg]) & (t > 1e-6) & (t < 1.0 - 1e-6)
+            if not keep.any():
+                continue
+            seg, edge, s, pe, normal = seg[keep], edge[keep], s[keep], pe[keep], normal[keep]
+            ends1 = np.stack((e1[0][edge], e1[1][edge]), axis=1)
+            ends0 = np.stack((e0[0][edge], e0[1][edge]), axis=1)
+            faces = np.stack((e1[2][edge], e1[3][edge]), axis=1)
+            mu = self.friction if col.friction is None else col.friction
+            out.append((seg, (s - 0.5) * self.model.lengths[seg], pe, normal, ends1, ends0, faces,
+                        np.full(seg.size, mu)))
+        if not out:
+            return None
+        return [np.concatenate(parts) for parts in zip(*out)]
+
     def _self_pairs(self, x, q, margin):
         """Segment pairs (not within ``exclude_hops``) whose capsules are closer than the sum of their
         margins: cKDTree broad phase on capsule centres, exact closest axis points.
@@ -433,6 +494,7 @@ class Contacts:
         """
         x_pred, q_pred = sim.positions, sim.orientations
         x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred, q_pred)
+        self._start = (x.copy(), q.copy())
         t0, t1 = sim.time, sim.time + sim.dt
         turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
         move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
@@ -446,6 +508,16 @@ class Contacts:
             point_b, normal, anchor_b = surface, nrm, surface - shift
             rest, mu = self.radius[seg], m
         mode = np.full(sa.size, FIXED)
+        ends1, ends0, faces = _empty(sa.size, 2, 3), _empty(sa.size, 2, 3), _empty(sa.size, 2, 3)
+        edges = self._edge_candidates(x, q, margin, t0, t1)
+        if edges is not None:
+            seg, z, pe, nrm, e1, e0, fn, m = edges
+            sa, sb = np.concatenate((sa, seg)), np.concatenate((sb, np.full(seg.size, -1, np.int64)))
+            za, zb = np.concatenate((za, z)), np.concatenate((zb, np.zeros(seg.size)))
+            point_b, normal, anchor_b = np.vstack((point_b, pe)), np.vstack((normal, nrm)), np.vstack((anchor_b, pe))
+            rest, mu = np.concatenate((rest, self.radius[seg])), np.concatenate((mu, m))
+            mode = np.concatenate((mode, np.full(seg.size, EDGE)))
+            ends1, ends0, faces = np.concatenate((ends1, e1)), np.concatenate((ends0, e0)), np.concatenate((faces, fn))
         if self.self_contacts == "points":
             selfc = self._point_contacts(x, q, x_pred, q_pred)
         else:
@@ -459,17 +531,19 @@ class Contacts:
             za, zb = np.concatenate((za, zi)), np.concatenate((zb, zj))
             point_b = np.vstack((point_b, np.zeros((i.size, 3))))
             anchor_b = np.vstack((anchor_b, np.zeros((i.size, 3))))
+            ends1, ends0, faces = (np.concatenate((e, _empty(i.size, 2, 3))) for e in (ends1, ends0, faces))
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
         self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
+        self._edge_ends = (ends1, ends0, faces)
         self.normal_impulse = np.zeros(sa.size)
         self.tangent_impulse = np.zeros((sa.size, 3))
         self._sliding = np.zeros((sa.size, 2), np.int8)
         self._first_solve = True
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
-        self._all = self._batch(np.arange(sa.size), x, q, anchor_b)
+        self._all = self._batch(np.arange(sa.size), x, q, anchor_b, direct=self.response == "direct")
         # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
         # sweeps of Eqs. 20/21): otherwise every step starts g Δt² deep in a floor, and the first
         # KKT solve, which does not see the contacts, spreads that error along the rods.
@@ -477,15 +551,22 @@ class Contacts:
             for batch in self._batches:
                 self._project_batch(sim, batch)
 
-    def _batch(self, idx, x, q, anchor_b) -> dict:
-        """Everything about the contacts of one colour that stays fixed during the step."""
+    def _batch(self, idx, x, q, anchor_b, direct=False) -> dict:
+        """Everything about the contacts of one colour that stays fixed during the step. ``direct``: the
+        direct solve's batch, where a row of two joint points slides along b's rod like a joint point
+        against an axis: coils sheared 1.6 mm in one step while their joint points' row held the two points
+        (0.15 r deep in the Slinky)."""
         m = self.model
         sa, sb = self.sa[idx], self.sb[idx]
         env = sb < 0
         sbs = np.where(env, sa, sb)                 # a collider contact's b side: a massless stand-in
         body_b = (~env).astype(float)
+        edge = np.flatnonzero(self.mode[idx] == EDGE)
         b = dict(idx=idx, sa=sa, sb=sbs, env=env, all_env=bool(np.all(env)), share=self._share[idx],
-                 slide_b=self.mode[idx] == SLIDE_B, slide_both=self.mode[idx] == SLIDE_BOTH,
+                 slide_b=(self.mode[idx] == SLIDE_B) | (direct & (self.mode[idx] == FIXED) & ~env),
+                 slide_both=self.mode[idx] == SLIDE_BOTH,
+                 edge=edge, ends1=self._edge_ends[0][idx[edge]], ends0=self._edge_ends[1][idx[edge]],
+                 faces=self._edge_ends[2][idx[edge]],
                  inv_m_a=self._inv_mass[sa], inv_i_a=self._inv_inertia[sa],
                  inv_m_b=self._inv_mass[sbs] * body_b, inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
                  half_a=0.5 * m.lengths[sa], half_b=0.5 * m.lengths[sbs],
@@ -559,21 +640,110 @@ class Contacts:
                 zb = np.where(both, (2.0 * t - 1.0) * b["half_b"], zb)
                 pa = xa + za[:, None] * axis_a
             if one.any():
-                zb = np.where(one, (2.0 * closest_point_parameter(pa, xb - hb, xb + hb) - 1.0) * b["half_b"], zb)
+                t = closest_point_parameter(pa, xb - hb, xb + hb)
+                follow = self.response == "direct" and b is self._all       # the direct solve's own batch
+                if follow and self._follow_over_joints(sim, b, one, pa, xb + (2.0 * t - 1.0)[:, None] * hb, t):
+                    return self._points(sim, b)
+                zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
         pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
+        e = b["edge"]
+        if e.size:
+            # edge rows: the closest points of a's axis and the edge, found again in every solve
+            he, ends = b["half_a"][e, None] * axis_a[e], b["ends1"]
+            s, t = closest_points_on_segments(xa[e] - he, xa[e] + he, ends[:, 0], ends[:, 1])
+            za = za.copy()
+            za[e] = (2.0 * s - 1.0) * b["half_a"][e]
+            pa[e] = xa[e] + za[e, None] * axis_a[e]
+            pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
         return rot_a, rot_b, za, zb, pa, pb
+
+    def _follow_over_joints(self, sim, b, one, pa, pb, t) -> bool:
+        """Move joint-point-against-axis rows (``one``) whose closest point is the joint at an end of b's
+        axis onto the segment across that joint where that one is closer (the direct solve's batch only:
+        it edits the rows' b side in ``b``, which a Gauss–Seidel colour's merge and colouring assume
+        fixed). Returns whether any row moved.
+
+        Rows are made once per step, each against the segment its joint point faced at the start, and
+        slide along that axis only: a coil sliding 1.7 mm along its neighbour in one step took the
+        contact over the joint onto the next segment, where no row was (0.2–0.5 wire radii deep in the
+        Slinky)."""
+        rows = np.flatnonzero(one & ((t >= 1.0) | (t <= 0.0)))
+        if rows.size == 0:
+            return False
+        cur = b["sb"][rows]
+        nxt = np.where(t[rows] >= 1.0, self._succ[cur], self._pred[cur])
+        n = self.model.n_segments
+        own, other = b["sa"][rows], self._v_other_of(b, rows)
+        safe = np.maximum(nxt, 0)
+        ok = (nxt >= 0) & (nxt != own) & (nxt != other)
+        ok &= ~np.isin(np.minimum(own, safe) * n + np.maximum(own, safe), self._excluded)
+        ok &= ~np.isin(np.minimum(other, safe) * n + np.maximum(other, safe), self._excluded)
+        rows, nxt = rows[ok], nxt[ok]
+        if rows.size == 0:
+            return False
+        axis = quat.rotate(sim.orientations[nxt], np.tile([0.0, 0.0, 1.0], (nxt.size, 1)))
+        h = 0.5 * self.model.lengths[nxt, None] * axis
+        xn = sim.positions[nxt]
+        tn = closest_point_parameter(pa[rows], xn - h, xn + h)
+        pn = xn + (2.0 * tn - 1.0)[:, None] * h
+        # clearly closer (a rod crossing another at a joint would flip between the two sides every solve),
+        # and not onto a segment this joint point already has a row against (two equal rows)
+        closer = np.linalg.norm(pa[rows] - pn, axis=1) < np.linalg.norm(pa[rows] - pb[rows], axis=1) \
+            - 0.01 * self.rest[b["idx"][rows]]
+        point = 2 * b["sa"] + (self.za[b["idx"]] > 0.0)
+        held = np.isin((2 * b["sa"][rows] + (self.za[b["idx"][rows]] > 0.0)) * n + nxt, point[one] * n + b["sb"][one])
+        closer &= ~held
+        rows, nxt = rows[closer], nxt[closer]
+        if rows.size == 0:
+            return False
+        x0, q0 = self._start
+        b["sb"][rows] = nxt
+        b["x0_b"][rows], b["r0_b"][rows] = x0[nxt], quat.to_matrix(q0[nxt])
+        b["half_b"][rows] = 0.5 * self.model.lengths[nxt]
+        b["inv_m_b"][rows], b["inv_i_b"][rows] = self._inv_mass[nxt], self._inv_inertia[nxt]
+        return True
+
+    def _v_other_of(self, b, rows):
+        """The segment across the joint point of each joint-point row (the point's other owner)."""
+        za = self.za[b["idx"][rows]]
+        sa = b["sa"][rows]
+        across = np.where(za < 0.0, self._pred[sa], self._succ[sa])
+        return np.where(across >= 0, across, sa)
+
+    @staticmethod
+    def _anchors(b, pb):
+        """Where each collider contact's collider point was at the start of the step [m] (k, 3); an edge
+        row's slides along the edge with pb."""
+        e = b["edge"]
+        if e.size == 0:
+            return b["anchor_b"]
+        ends1, ends0 = b["ends1"], b["ends0"]
+        t = closest_point_parameter(pb[e], ends1[:, 0], ends1[:, 1])
+        out = b["anchor_b"].copy()
+        out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0])
+        return out
 
     def _normals(self, b, pa, pb):
         """Contact normals: the frozen one for colliders; between segments the current direction of the
         closest points unless it has flipped against the frozen one (the axes passed each other)."""
         n = self.normal[b["idx"]]
-        if b["all_env"]:
+        if b["all_env"] and b["edge"].size == 0:
             return n
         d = pa - pb
         dist = np.sqrt(np.einsum("ij,ij->i", d, d))
         cur = d / np.maximum(dist, 1e-300)[:, None]
         use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
-        return np.where(use[:, None], cur, n)
+        n = np.where(use[:, None], cur, n)
+        e = b["edge"]
+        if e.size:
+            # the wedge's normal where the rod is clear of it; where it overlaps (the prediction of a
+            # step drops a rod resting on an edge by gΔt² ≈ r) the direction from the edge is noise (the
+            # front face's normal pushed a rod sliding over the edge forward), so the normal found at the
+            # start of the step, where the rod did not overlap: its plane touches the wedge grown by r,
+            # so meeting it clears the wedge too
+            wedge, depth = self._wedge_normals(d[e], b["faces"][:, 0], b["faces"][:, 1], with_distance=True)
+            n[e] = np.where((depth >= self.rest[b["idx"][e]])[:, None], wedge, n[e])
+        return n
 
     @staticmethod
     def _inverse_mass(inv_m, inv_i, z, d_body):
@@ -628,7 +798,7 @@ class Contacts:
         # Coulomb friction: undo the relative tangential motion of the two material points since the
         # start of the step, with the accumulated tangential impulse kept inside the cone μ λ_n.
         start_a = b["x0_a"] + za[:, None] * b["r0_a"][:, :, 2]
-        start_b = np.where(b["env"][:, None], b["anchor_b"], b["x0_b"] + zb[:, None] * b["r0_b"][:, :, 2])
+        start_b = np.where(b["env"][:, None], self._anchors(b, pb), b["x0_b"] + zb[:, None] * b["r0_b"][:, :, 2])
         rel = (pa - start_a) - (pb - start_b)
         tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
         t_dir = tang / np.maximum(np.sqrt(np.einsum("ij,ij->i", tang, tang)), 1e-300)[:, None]
@@ -719,7 +889,8 @@ class Contacts:
     def gaps(self, sim) -> np.ndarray:
         """Current ``C`` [m] of this step's contacts (negative: penetration)."""
         out = np.zeros(self.n_contacts)
-        for b in self._batches:
+        # the direct solve moves rows over joints in its own batch (``_follow_over_joints``)
+        for b in ([self._all] if self.response == "direct" and self.n_contacts else self._batches):
             *_, pa, pb = self._points(sim, b)
             out[b["idx"]] = np.einsum("ij,ij->i", self._normals(b, pa, pb), pa - pb) - self.rest[b["idx"]]
         return out
@@ -794,7 +965,7 @@ class Contacts:
         off_a = self._surface_offsets(za, -rad_a, np.einsum("kji,kj->ki", rot_a, n))   # body frames (k, 3)
         off_b = self._surface_offsets(zb, rad_b, np.einsum("kji,kj->ki", rot_b, n))
         start_a = b["x0_a"] + np.einsum("kij,kj->ki", b["r0_a"], off_a)
-        start_b = np.where(env[:, None], b["anchor_b"], b["x0_b"] + np.einsum("kij,kj->ki", b["r0_b"], off_b))
+        start_b = np.where(env[:, None], self._anchors(b, pb), b["x0_b"] + np.einsum("kij,kj->ki", b["r0_b"], off_b))
         rel = (pa - rad_a[:, None] * n - start_a) - (pb + rad_b[:, None] * n - start_b)
         tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
         slip = np.sqrt(np.einsum("ij,ij->i", tang, tang))
