@@ -72,6 +72,7 @@ class Contacts:
     ``"direct"`` (joints, contact normal rows and two friction rows per contact in one sparse direct
     solve per sweep, :mod:`solver.contact_kkt`; no Gauss–Seidel pass); ``direct_compliance`` [m/N]
     of the contact rows in that solve (keeps nearly coincident rows from a singular system),
+    ``collider_compliance`` [m/N] of its rows against colliders (default ``direct_compliance``),
     ``friction_compliance`` [m/N] of its friction rows (a stack of coils stuck to each other is nearly
     redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py); ``direct_rounds``:
     active-set solves per call at most, then up to ``direct_grow_rounds`` more in which rows only enter
@@ -93,7 +94,7 @@ class Contacts:
                  max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
                  self_contacts: str = "pairs", direct_compliance: float = 1e-7,
                  friction_compliance: float = 1e-7, direct_rounds: int = 8, self_pairs=None,
-                 direct_grow_rounds: int = 0):
+                 direct_grow_rounds: int = 0, collider_compliance: float | None = None):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -116,12 +117,16 @@ class Contacts:
             raise ValueError(f"response must be 'local', 'tree' or 'direct', got {response!r}")
         if self_contacts not in ("pairs", "points"):
             raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self_contacts!r}")
-        for name, value in (("direct_compliance", direct_compliance), ("friction_compliance", friction_compliance)):
+        if collider_compliance is None:
+            collider_compliance = direct_compliance
+        for name, value in (("direct_compliance", direct_compliance), ("friction_compliance", friction_compliance),
+                            ("collider_compliance", collider_compliance)):
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
         self.response = response
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
+        self.collider_compliance = float(collider_compliance)
         self.friction_compliance = float(friction_compliance)
         self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
         self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
@@ -917,6 +922,7 @@ class Contacts:
         n = self._normals(b, pa, pb)
         lam = self.normal_impulse
         at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
         fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
@@ -931,7 +937,7 @@ class Contacts:
         stats = {}
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
-            c + at * lam, np.full(c.size, at), lam, touch=touch, friction=friction,
+            c + alpha * lam, alpha, lam, touch=touch, friction=friction,
             enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats,
             grow_rounds=self.direct_grow_rounds)
         self.solve_log.append((stats["rounds"], stats["converged"]))

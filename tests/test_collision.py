@@ -321,6 +321,8 @@ def test_bad_input_is_rejected_naming_the_item():
         Contacts(model, response="direct", direct_compliance=0.0)
     with pytest.raises(ValueError, match="friction_compliance"):
         Contacts(model, response="direct", friction_compliance=-1.0)
+    with pytest.raises(ValueError, match="collider_compliance"):
+        Contacts(model, response="direct", collider_compliance=float("nan"))
     with pytest.raises(ValueError, match="direct_rounds"):
         Contacts(model, response="direct", direct_rounds=0)
     with pytest.raises(ValueError, match="radius"):
@@ -705,3 +707,22 @@ def test_two_parallel_rods_sheared_by_half_a_segment_in_one_step_stay_apart():
     assert np.all(contacts.mode == FIXED)                         # joint point pairs only
     np.testing.assert_allclose(sim.positions[2:, 0], [0.0, 0.02], atol=1e-3)     # A slid half a segment
     assert contacts.surface_gaps(sim)[0] > -0.1 * r
+
+
+@pytest.mark.parametrize("alpha", [1e-6, 1e-5])
+def test_collider_rows_sink_by_their_own_compliance_times_their_load(alpha):
+    """A straight rod at rest on a plane, direct solve with stiff segment rows (α 1e-7 m/N) and collider
+    rows of their own α: XPBD at rest gives C = −α F per row, and the rows carry the rod's weight, so
+    every active row sinks α m g / (active rows)."""
+    r = 0.005
+    pts = np.stack([np.linspace(0, 0.5, 11), np.zeros(11), np.full(11, r)], 1)
+    model = rod_from_polyline(pts, r, 1e9)
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", direct_compliance=1e-7,
+                        collider_compliance=alpha, direct_grow_rounds=8)
+    sim.gs_constraints.append(contacts)
+    sim.run(60)
+    active = contacts.normal_impulse > 0.0
+    depth = -contacts.gaps(sim)[active]
+    expect = alpha * model.masses.sum() * G / np.count_nonzero(active)
+    np.testing.assert_allclose(depth, expect, rtol=0.02)
