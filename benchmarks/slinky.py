@@ -211,7 +211,8 @@ a coil pair, 0.18 mm), but rods of 22 mm segments (r 1.5 mm) draped over a box e
 0.0001 and 0.30 r against 0.001–0.13 r before, one of six worse; (b) the plane itself (closest surface
 point and normal) renewed at every iteration as well: such a rod blew up (25 m/s in one step; Newton on
 an edge's normal, which turns by a radian over a wire radius). An edge needs the plane renewed between
-steps, not within one: sub-stepping or a swept contact, next.
+steps, not within one: sub-stepping or a swept contact, next. (Session 7 instead gave edges rows of their
+own, which slide along the edge with the wedge's normal while clear of it: above.)
 
 Session 5: softer springs, pre-tension and a hand start; none walks. One run each (``trace`` output;
 stairs = ``stairs_descended`` at the end; pen = ``max_penetration_m`` / wire radius). The hand is a pinned

@@ -629,7 +629,9 @@ class Contacts:
     def _points(self, sim, b):
         """Rotations, axis coordinates z [m] and world points of both sides of a batch. Segment–segment
         contacts take the closest points of the two axes at the current pose (the crossing point
-        slides along both segments as they move); collider contacts keep their material point."""
+        slides along both segments as they move; in the direct batch a joint point's row may move over
+        a joint of b's rod, ``_follow_over_joints``); collider contacts keep their material point, except
+        edge rows: the closest points of a's axis and the edge."""
         idx, sa, sb, env = b["idx"], b["sa"], b["sb"], b["env"]
         rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sb])
         xa, xb = sim.positions[sa], sim.positions[sb]
