@@ -90,9 +90,10 @@ found next to it) carrying 37.7 N each, 0.38 mm at α 1e-5 m/N, against coil–c
 the stack, not an impact (its momentum is ~4e-3 N·s). Replaying that step: 10 iterations instead of 3,
 0.24 r (the forces are the discrete solution, not unfinished iterations); without the new row following,
 0.25 r (not caused by it); coil–coil friction 0, or friction rows of α ≥ 2e-4 m/N, or collider rows of
-α 2e-6 m/N: no jam (0.04 r, < 4 N). But each of those, run from the start, breaks the target elsewhere
-(table above). The jam needs sticking friction between coils; why it builds to tens of newtons in a
-0.093 kg Slinky is not found yet.
+α 2e-6 m/N: no jam (0.04 r, < 4 N); coil–coil friction at the axis points (session 5's rows): 0.01 r, but
+there friction locks a stack against tipping (session 6). Each of the others, run from the start, breaks
+the target elsewhere (table above). The jam needs sticking friction between coils with the surface
+points' lever arms; why it builds to tens of newtons in a 0.093 kg Slinky is not found yet.
 
 Session 6: a friction bug found, fixed; still no walk. The direct solve's friction rows held the slip of
 the two AXIS points of a coil–coil contact at zero, and a common rigid rotation θ moves those 2 r θ apart
