@@ -93,7 +93,11 @@ the stack, not an impact (its momentum is ~4e-3 N·s). Replaying that step: 10 i
 α 2e-6 m/N: no jam (0.04 r, < 4 N); coil–coil friction at the axis points (session 5's rows): 0.01 r, but
 there friction locks a stack against tipping (session 6). Each of the others, run from the start, breaks
 the target elsewhere (table above). The jam needs sticking friction between coils with the surface
-points' lever arms; why it builds to tens of newtons in a 0.093 kg Slinky is not found yet.
+points' lever arms; why it builds to tens of newtons in a 0.093 kg Slinky is not found yet. Every row of
+the jam sticks inside (or at) its Coulomb cone (the floor rows 1.9 N of friction against 15 N): a
+self-consistent jammed solution of the friction problem, found from the all-sticking start of each step.
+Starting every friction row sliding instead removes the jam from that step (0.05 r, ≤ 5 N), but runs from
+the start reach 0.16–0.18 r by 2 s (all rows, or coil rows only) and the log-pile tests fail.
 
 Session 6: a friction bug found, fixed; still no walk. The direct solve's friction rows held the slip of
 the two AXIS points of a coil–coil contact at zero, and a common rigid rotation θ moves those 2 r θ apart
