@@ -498,8 +498,8 @@ class Contacts:
         Colliders are placed at their pose at the end of the step (t + Δt).
         """
         x_pred, q_pred = sim.positions, sim.orientations
-        x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred, q_pred)
-        self._start = (x.copy(), q.copy())
+        x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
+        self._start = (x, q)                # the step's start pose (the Simulator saves a fresh copy per step)
         t0, t1 = sim.time, sim.time + sim.dt
         turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
         move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
@@ -680,7 +680,10 @@ class Contacts:
         cur = b["sb"][rows]
         nxt = np.where(t[rows] >= 1.0, self._succ[cur], self._pred[cur])
         n = self.model.n_segments
-        own, other = b["sa"][rows], self._v_other_of(b, rows)
+        # each row's joint point (an id of the vertex table) and the two segments that own it
+        sa, za = b["sa"], self.za[b["idx"]]
+        vertex = np.where(one, np.where(za < 0.0, self._vid_lo[sa], self._vid_hi[sa]), -1)
+        own, other = sa[rows], self._v_other[vertex[rows]]
         safe = np.maximum(nxt, 0)
         ok = (nxt >= 0) & (nxt != own) & (nxt != other)
         ok &= ~np.isin(np.minimum(own, safe) * n + np.maximum(own, safe), self._excluded)
@@ -697,8 +700,7 @@ class Contacts:
         # and not onto a segment this joint point already has a row against (two equal rows)
         closer = np.linalg.norm(pa[rows] - pn, axis=1) < np.linalg.norm(pa[rows] - pb[rows], axis=1) \
             - 0.01 * self.rest[b["idx"][rows]]
-        point = 2 * b["sa"] + (self.za[b["idx"]] > 0.0)
-        held = np.isin((2 * b["sa"][rows] + (self.za[b["idx"][rows]] > 0.0)) * n + nxt, point[one] * n + b["sb"][one])
+        held = np.isin(vertex[rows] * n + nxt, vertex[one] * n + b["sb"][one])
         closer &= ~held
         rows, nxt = rows[closer], nxt[closer]
         if rows.size == 0:
@@ -709,13 +711,6 @@ class Contacts:
         b["half_b"][rows] = 0.5 * self.model.lengths[nxt]
         b["inv_m_b"][rows], b["inv_i_b"][rows] = self._inv_mass[nxt], self._inv_inertia[nxt]
         return True
-
-    def _v_other_of(self, b, rows):
-        """The segment across the joint point of each joint-point row (the point's other owner)."""
-        za = self.za[b["idx"][rows]]
-        sa = b["sa"][rows]
-        across = np.where(za < 0.0, self._pred[sa], self._succ[sa])
-        return np.where(across >= 0, across, sa)
 
     @staticmethod
     def _anchors(b, pb):
