@@ -11,8 +11,9 @@ segment ``b`` (the two closest points, found again in every sweep; in the direct
 row follows its closest point over a joint of b's rod onto the next segment), to a fixed world point on
 a collider (a material point of ``a``), or to a collider's sharp edge (``Collider.edges``: the closest
 points of a's axis and the edge, found again in every solve), with a normal n from b to a (a collider's
-frozen for the step; a segment pair's along the closest points unless that flipped; an edge's that of
-the wedge its two faces make, while the rod is clear of it) and a rest distance R:
+frozen for the step; a segment pair's along the closest points unless that flipped, and at a joint point
+within the chain's normal cone there; an edge's that of the wedge its two faces make, while the rod is
+clear of it) and a rest distance R:
 
     C = n·(p_a − p_b) − R ≥ 0,   λ_n ≥ 0                                    (unilateral)
 
@@ -725,9 +726,10 @@ class Contacts:
         out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0])
         return out
 
-    def _normals(self, b, pa, pb):
+    def _normals(self, sim, b, za, zb, pa, pb):
         """Contact normals: the frozen one for colliders; between segments the current direction of the
-        closest points unless it has flipped against the frozen one (the axes passed each other)."""
+        closest points unless it has flipped against the frozen one (the axes passed each other), kept
+        within the normal cone of each side's joint point (``_vertex_cone``)."""
         n = self.normal[b["idx"]]
         if b["all_env"] and b["edge"].size == 0:
             return n
@@ -736,6 +738,10 @@ class Contacts:
         cur = d / np.maximum(dist, 1e-300)[:, None]
         use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
         n = np.where(use[:, None], cur, n)
+        if not b["all_env"]:
+            body = ~b["env"] & ~b["slide_both"]             # rows at joint points
+            n = self._vertex_cone(sim, b["sa"], za, b["half_a"], n, body)
+            n = -self._vertex_cone(sim, b["sb"], zb, b["half_b"], -n, body)
         e = b["edge"]
         if e.size:
             # the wedge's normal where the rod is clear of it; where it overlaps (the prediction of a
@@ -745,6 +751,38 @@ class Contacts:
             # so meeting it clears the wedge too
             wedge, depth = self._wedge_normals(d[e], b["faces"][:, 0], b["faces"][:, 1], with_distance=True)
             n[e] = np.where((depth >= self.rest[b["idx"][e]])[:, None], wedge, n[e])
+        return n
+
+    def _vertex_cone(self, sim, seg, z, half, n, rows):
+        """Normals n (k, 3) pushing on ``seg`` at axis coordinate z, kept within the normal cone of the
+        capsule chain where z is a joint point (an end of the segment; ``rows`` masks the rows to treat).
+
+        Of the sphere about a joint point, only the normals with n·t_in ≥ 0 and n·t_out ≤ 0 lie on the
+        chain's surface (t_in: the segment's axis toward the joint, t_out: the next segment's axis away
+        from it; a free end has no t_out): a straight rod has n ⟂ t there. A normal tilted beyond that
+        cone (a joint point just past the point where another rod crosses this one) would push the rod
+        along its own axis like a ball on top of a cylinder, an unstable equilibrium: a rod resting
+        across two others slid off along its axis from rest, without friction, its speed growing by a
+        third every 10 ms step (tests/test_collision.py; e^(Δt √(g/2r)) = 1.37 for r = 5 mm). Projected onto the cone (one half space, then the other),
+        such a row pushes as the capsules' common normal does."""
+        at_end = rows & (np.abs(np.abs(z) - half) <= 1e-9 * half)
+        i = np.flatnonzero(at_end)
+        if i.size == 0:
+            return n
+        s = np.sign(z[i])
+        own = seg[i]
+        nxt = np.where(s > 0, self._succ[own], self._pred[own])
+        ez = np.tile([0.0, 0.0, 1.0], (i.size, 1))
+        t_in = s[:, None] * quat.rotate(sim.orientations[own], ez)
+        t_out = s[:, None] * quat.rotate(sim.orientations[np.maximum(nxt, 0)], ez)
+        m = n[i].copy()
+        m -= np.minimum(np.einsum("ij,ij->i", m, t_in), 0.0)[:, None] * t_in
+        has = nxt >= 0
+        m -= (has * np.maximum(np.einsum("ij,ij->i", m, t_out), 0.0))[:, None] * t_out
+        norm = np.linalg.norm(m, axis=1)
+        ok = norm > 1e-6
+        n = n.copy()
+        n[i[ok]] = m[ok] / norm[ok, None]
         return n
 
     @staticmethod
@@ -785,7 +823,7 @@ class Contacts:
     def _project_batch(self, sim, b) -> float:
         idx = b["idx"]
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
-        n = self._normals(b, pa, pb)
+        n = self._normals(sim, b, za, zb, pa, pb)
         at = self._alpha_tilde
         lam = self.normal_impulse[idx]
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest[idx]
@@ -853,7 +891,7 @@ class Contacts:
             return
         b = self._all
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
-        n = self._normals(b, pa, pb)
+        n = self._normals(sim, b, za, zb, pa, pb)
         at = self._alpha_tilde
         lam = self.normal_impulse
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
@@ -893,8 +931,8 @@ class Contacts:
         out = np.zeros(self.n_contacts)
         # the direct solve moves rows over joints in its own batch (``_follow_over_joints``)
         for b in ([self._all] if self.response == "direct" and self.n_contacts else self._batches):
-            *_, pa, pb = self._points(sim, b)
-            out[b["idx"]] = np.einsum("ij,ij->i", self._normals(b, pa, pb), pa - pb) - self.rest[b["idx"]]
+            _, _, za, zb, pa, pb = self._points(sim, b)
+            out[b["idx"]] = np.einsum("ij,ij->i", self._normals(sim, b, za, zb, pa, pb), pa - pb) - self.rest[b["idx"]]
         return out
 
     def end_step(self, sim) -> None:
@@ -916,7 +954,7 @@ class Contacts:
             self._joint_rows_model = sim.model
         b = self._all
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
-        n = self._normals(b, pa, pb)
+        n = self._normals(sim, b, za, zb, pa, pb)
         lam = self.normal_impulse
         at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
         alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)

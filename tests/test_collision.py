@@ -261,7 +261,7 @@ def test_friction_rows_see_no_slip_where_two_touching_rods_turn_together():
     contacts.begin_step(sim)
     b = contacts._all
     rot_a, rot_b, za, zb, pa, pb = contacts._points(sim, b)
-    n = contacts._normals(b, pa, pb)
+    n = contacts._normals(sim, b, za, zb, pa, pb)
     assert contacts.n_contacts >= 1 and np.allclose(np.abs(n @ rot[:, 2]), 1.0)     # the turned normal
     rows, _ = contacts._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, 0.0)
     slip = rows.rhs - rows.alpha * rows.lam
@@ -683,6 +683,33 @@ def test_a_joint_point_sliding_over_a_joint_of_the_other_rod_keeps_its_contact()
     sim.step()
     assert sim.positions[2, 0] < -0.005                          # the tip crossed the joint (x = 0)
     assert contacts.surface_gaps(sim)[0] > -0.1 * r
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_a_rod_lying_across_two_rods_stays_at_rest(mu):
+    """A rod (10 segments, r 5 mm) lies across two parallel rods on a plane, crossing each at one of its
+    joint points: an equilibrium in which sliding along either rod is neutral. The row of that joint point
+    against the rod below took its normal along the closest points, which tilts along the upper rod as soon
+    as it slides, like a ball on top of a cylinder: the upper rod slid off along its own axis with its
+    speed growing ~37 % per step from rest (21 mm in 1.5 s without friction; with μ 0.5 it rolled off the
+    pile). Normals at joint points kept within the chain's normal cone leave it at rest."""
+    r = 0.005
+    s = np.linspace(-0.1, 0.1, 11)
+    lines = [np.stack((s, np.full_like(s, off), np.full_like(s, r)), 1) for off in (-0.06, 0.06)]
+    lines.append(np.stack((np.zeros_like(s), s, np.full_like(s, 3 * r)), 1))
+    model = rods(lines, r, youngs_modulus=2e9, density=7850.0)
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+    contacts = Contacts(model, [Plane()], friction=mu, self_collision=True, response="direct", self_contacts="points")
+    sim.gs_constraints.append(contacts)
+    x0 = sim.positions.copy()
+    energy = []
+    for _ in range(150):
+        sim.step()
+        energy.append(sim.kinetic_energy())
+    weight_drop = model.masses.sum() * G * 1e-6              # the energy of settling 1 µm
+    assert max(energy[50:]) < weight_drop
+    assert np.abs(sim.positions[20:, :2] - x0[20:, :2]).max() < 1e-5
+    assert min(contacts.surface_gaps(sim)) > -1e-3 * r
 
 
 def test_two_parallel_rods_sheared_by_half_a_segment_in_one_step_stay_apart():
