@@ -638,6 +638,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "active_set_rounds_median": float(np.median([r for r, _ in contacts.solve_log])) if contacts.solve_log else 0.0,
         "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log])) if contacts.solve_log else 0.0,
         "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
+        # solves whose normal active set never settled within the primal–dual rounds: friction kept the
+        # states it came in with (all sticking in a step's first solve), whatever the force
+        "friction_undecided_share": float(np.mean(np.asarray(contacts.friction_log) == 0)) if contacts.friction_log else 0.0,
         "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 

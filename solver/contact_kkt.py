@@ -106,8 +106,11 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     box (``λ_t + Δλ_t = s μ (λ_n + Δλ_n)``, the kinetic friction force, coupled to the normal row of the
     same solve). The states are found by an active-set iteration over at most ``rounds`` solves; an
     inactive row enters when the step would take it deeper than ``enter_depth`` [m] (scalar or (k,)).
-    ``stats`` (a dict, optional) receives ``rounds`` (solves used) and ``converged`` (the last round
-    changed no state; False: the active set was still cycling when ``rounds`` ran out).
+    ``stats`` (a dict, optional) receives ``rounds`` (solves used), ``converged`` (the last round
+    changed no state; False: the active set was still cycling when ``rounds`` ran out) and
+    ``friction_checked``: rounds in which the Coulomb states were checked (None without friction rows;
+    0: the normal active set never settled within ``rounds``, so every row kept the state it came in
+    with, sticking at a step's first solve, whatever its force).
     ``grow_rounds``: if the active set still cycles after ``rounds``, up to this many more solves in which
     rows may only enter (friction states frozen): the set grows monotonically, so it settles, with no
     row left penetrating to first order; a row that would pull holds its gap for this solve instead,
@@ -148,6 +151,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     flipped = np.zeros((k, 2), bool)
     unloaded = np.zeros(k, bool)
     cap = max(int(rounds), 1)
+    checked = 0                                 # rounds in which the Coulomb states were checked
     for used in range(1, cap + max(int(grow_rounds), 0) + 1):
         growing = used > cap
         keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
@@ -182,6 +186,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         # ones: changing both at once cycled (slinky push, 0.05 s: 45–270 normal rows and 10–225 friction
         # rows changing every round until the cap, 41 rows left inside; staggered: gaps ≥ −0.015 r to 0.3 s).
         if fr and not changed and not growing:
+            checked += 1
             dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
             lam_t = friction.lam + dl_t
             bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
@@ -211,7 +216,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         if fr:
             sliding[~active] = 0
     if stats is not None:
-        stats.update(rounds=used, converged=not changed, grown=used > cap)
+        stats.update(rounds=used, converged=not changed, grown=used > cap, friction_checked=checked if fr else None)
     # Rows still pulling after the last round are dropped (λ ≥ 0); their share of Δx stays (first order).
     dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1) if fr else np.zeros((k, 2))
     return dx.reshape(-1, 6), dl[:6 * m].reshape(m, 6), dl[6 * m:6 * m + k], dl_t
