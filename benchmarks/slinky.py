@@ -21,7 +21,9 @@ the steps and between non-neighbouring segments, independent of the generated co
 leading one: a walk, not a slide), ``first_overlap_over_0.1r_at_s`` (when the target was first
 broken), ``diverged_at_s`` (the run stops once an overlap exceeds 1.5 wire radii: coils are passing
 through each other; two capsules overlap by 2 r at most, so the 10 r used before session 4 never
-stopped a run on self-overlap). Targets: stairs_descended ≥ 3, max_penetration_m ≤ 0.1 wire radius.
+stopped a run on self-overlap), ``friction_undecided_share`` (direct solves whose normal active set never
+settled within the primal–dual rounds: friction kept its incoming, sticking states). Targets:
+stairs_descended ≥ 3, max_penetration_m ≤ 0.1 wire radius.
 
 Parameters (since session 6): round plastic wire r = 1.5 mm (E 3 GPa, G 1.1 GPa, 1200 kg/m³), coil
 radius 35 mm, 50 coils × 10 segments (500 segments; 10 per coil so that joint points of stacked coils
@@ -39,10 +41,69 @@ the contact capsule radius is max(radii), 1.25 mm for that ribbon, twice its pit
 J = I1 + I2 its torsion constant, 4.9e-13 m⁴, exceeds a round 0.7 mm wire's 3.8e-13. ``trace`` [s]
 prints the centre of mass, end segments and overlap at that interval.
 
-Status: NOT MET (sessions 3–7): with the session-7 solver ``--json`` goes down all 5 stairs in 10 s
-(target ≥ 3: met), but a joint of the tail presses 0.25 wire radii into the floor at 3.29 s (target
-0.1), and it slides and tumbles rather than walks (one end flip). Measured on this shared 2-core
-machine, 3 iterations, dt = 10 ms.
+Status: NOT MET (sessions 3–8): with the session-8 solver ``--json`` diverges at 4.0 s (the lead end
+segment 3.6 wire radii inside step 3) after the trail reached step 3 (stairs_descended 3, end_flips 2);
+first above 0.1 r at 1.16 s. Session 7's run (all 5 stairs, 0.25 r) had a contact-normal bug that
+session 8 fixed (below), so its trajectory is gone. Measured on this shared 2-core machine, 3
+iterations, dt = 10 ms.
+
+Session 8: a normal fixed; friction is undecided in most solves; rows push from a distance. Contact
+normals at joint points (``self_contacts="points"``) are kept within the capsule chain's normal cone
+(79561a1): a joint point's row took its normal along the closest points, which tilts along its own rod
+once the joint point is past the point where another rod crosses it, a ball on a cylinder; a rod lying
+across two others slid off from rest (speed ×1.3 per 10 ms step; tests/test_collision.py). The default run
+since, one run: stairs 3, diverged at 4.0 s, first > 0.1 r at 1.16 s, 1472 ms per step, 12 rounds
+median, ``friction_undecided_share`` 0.87 (new key): in 87 % of the direct solves the normal active set
+never settled within the 8 primal–dual rounds, so no friction row changed state: contacts kept the state
+they came in with, sticking from each step's start, whatever their force (the Coulomb box is decided
+only in settled rounds). The two failures, replayed:
+
+* 1.16 s: a segment going over step 2's front edge; its edge row, open by 0.19 r before the step's third
+  solve, ends 0.15 r inside: that solve moved it 3.7 mm and turned it 0.17 rad (its linear prediction
+  +0.04 r). The three solves move the Slinky by 0.3, 1.0 and 1.3 mm (median), ~200 rows entering and
+  ~200 leaving in each; no friction check in any of their 32 rounds. Deciding friction in the grow
+  rounds as well: up to 82 rows slide, the medians fall to 0.22, 0.07 and 0.03 mm, no overlap.
+* 4.0 s: rows open by 1.6–2.6 r carry 64, 36 and 31 N: an active row holds its gap (``contact_kkt``: Δgap
+  = 0 for an open row, to keep a resting stack's active set from cycling), so a row that entered on a
+  linear prediction, or whose gap opened, pushes from a distance. The lead coils are thrown 9, 21 and
+  34 mm (largest) in the three solves; the end segment, 11 mm above step 3 and predicted to move 0.5 mm,
+  ends 5.3 mm inside it with no row. Session 7's 3.29 s jam had the same: rows open by 0.24–4.7 r
+  carrying 3–22 N.
+
+Tried, one run each (killed once past the target; "no cone": before 79561a1), none kept:
+
+==============================================================  ======  =====  ====================================
+variant                                                          run s   pen/r  outcome
+==============================================================  ======  =====  ====================================
+exact rows (C + ΔC + α̃λ = 0, no holding), no cone                0.4     1.6    diverged (rows that cannot leave in
+                                                                                a grow round then pull: adhesion)
+exact in primal–dual rounds, held in grow rounds, no cone         2.5     0.83   at rest on steps 1–2 by 1.25 s
+  same, grow rounds also release an open row's force             2.5     0.15   on steps 1–2; first > 0.1 r at
+                                                                                2.25–2.5 s
+  exact in primal–dual rounds, with the cone                     0.17    2.1    diverged
+held up to 0.05 R (R = r_a + r_b), exact beyond, with the cone   0.25    0.36   (stopped)
+  held up to 0.2 R                                               0.41    1.7    diverged
+friction also decided in grow rounds                              0.22    2.4    diverged, 6.7 s per step; an edge
+                                                                                test fails (a held edge row 14 r
+                                                                                open carrying 432 N)
+friction decided at the round cap even if unsettled               0.06    2.0    diverged, thrown 0.9 m up
+rows over the Coulomb box at a solve's end slide in the next      0.2     0.31   the bottom coil's end met the top
+                                                                                step's edge with no row (stopped)
+  same, collider rows generated 1 r further out                  0.12    1.9    diverged, thrown 2.7 m up
+collider rows generated 1 r further out                           0.5     0.04   then stalled (minutes per step,
+                                                                                1.4 GB), killed
+2 rigid Gauss–Seidel sweeps of the normal rows after each         3.5     0.13   trail on step 3 by 1.0 s, within
+direct solve (positions only), no cone                                           0.05 r to 3.25 s; log piles no
+                                                                                longer come to rest (4e-5–1e-2
+                                                                                m/s, against 1e-6–2e-4 without)
+  same, with the cone                                            1.0     0.54   (stopped)
+==============================================================  ======  =====  ====================================
+
+Every change to how rows hold, or to when friction slides, that fixed the replayed steps broke the push
+earlier: the held rows' phantom forces and the all-sticking friction are what keep the tipping stack
+stable now, and kinetic friction of a sign fixed for the solve can push along the slip (the runs thrown
+up). Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in
+Macklin et al. 2014), then exact complementarity of the normal rows.
 
 Session 7: rows that follow the contact. The first overlap over 0.1 r of session 6's default run (1.15 s)
 was a segment tipping over a step's edge: its collider rows were its ends (each a material point with its
