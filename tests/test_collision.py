@@ -439,10 +439,11 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     """A log pile dropped 2 mm onto a plane (μ 0.5): contacts enter and friction rows stick or slide
     over several active-set rounds; every direct solve settles within a 12-round cap (the last round
     changes nothing; 11 rounds at most since friction acts at the touching surfaces, 8 before) and the
-    pile lands with gaps ≥ −0.1 r; capped at one round, the landing solves are reported unconverged."""
+    pile lands with gaps ≥ −0.1 r; capped at one round, the landing solves are reported unconverged.
+    ``friction_log`` says in how many rounds of each solve the Coulomb states were checked."""
     r = 0.005
     model = log_pile(r=r)
-    logs = {}
+    logs, checked = {}, {}
     for cap in (12, 1):
         sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
         sim.positions[:, 2] += 0.002
@@ -451,13 +452,17 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
         sim.gs_constraints.append(contacts)
         for _ in range(5):
             sim.step()
-        logs[cap] = contacts.solve_log
+        logs[cap], checked[cap] = contacts.solve_log, contacts.friction_log
         if cap == 12:
             assert -min(contacts.surface_gaps(sim)) < 0.1 * r
     assert len(logs[12]) == 15 and len(logs[1]) == 15          # one solve per iteration
     assert all(conv for _, conv in logs[12])
     assert all(1 <= rounds <= 12 for rounds, _ in logs[12]) and max(rounds for rounds, _ in logs[12]) > 1
     assert all(rounds == 1 for rounds, _ in logs[1]) and not all(conv for _, conv in logs[1])
+    # friction_log: rounds that checked the Coulomb states; a settled solve's last round always does, a
+    # one-round solve whose contacts changed never does (its friction keeps the states it came in with)
+    assert len(checked[12]) == 15 and min(checked[12]) >= 1
+    assert 0 in checked[1] and all(not conv for (_, conv), n in zip(logs[1], checked[1]) if n == 0)
 
 
 def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
