@@ -51,8 +51,8 @@ Session 8: a normal fixed; friction is undecided in most solves; rows push from 
 normals at joint points (``self_contacts="points"``) are kept within the capsule chain's normal cone
 (79561a1): a joint point's row took its normal along the closest points, which tilts along its own rod
 once the joint point is past the point where another rod crosses it, a ball on a cylinder; a rod lying
-across two others slid off from rest (speed ×1.3 per 10 ms step; tests/test_collision.py). The default run
-since, one run: stairs 3, diverged at 4.0 s, first > 0.1 r at 1.16 s, 1472 ms per step, 12 rounds
+across two others slid off from rest (its speed growing by about a third per 10 ms step;
+tests/test_collision.py). The default run since, one run: stairs 3, diverged at 4.0 s, first > 0.1 r at 1.16 s, 1472 ms per step, 12 rounds
 median, ``friction_undecided_share`` 0.87 (new key): in 87 % of the direct solves the normal active set
 never settled within the 8 primal–dual rounds, so no friction row changed state: contacts kept the state
 they came in with, sticking from each step's start, whatever their force (the Coulomb box is decided

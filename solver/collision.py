@@ -764,9 +764,10 @@ class Contacts:
         from it; a free end has no t_out): a straight rod has n ⟂ t there. A normal tilted beyond that
         cone (a joint point just past the point where another rod crosses this one) would push the rod
         along its own axis like a ball on top of a cylinder, an unstable equilibrium: a rod resting
-        across two others slid off along its axis from rest, without friction, its speed growing by a
-        third every 10 ms step (tests/test_collision.py; e^(Δt √(g/2r)) = 1.37 for r = 5 mm). Projected onto the cone (one half space, then the other),
-        such a row pushes as the capsules' common normal does."""
+        across two others slid off along its axis from rest, without friction, its speed growing by
+        about a third every 10 ms step (tests/test_collision.py; a ball of radius r on a cylinder of
+        radius r: e^(Δt √(g/2r)) = 1.37 per step for r = 5 mm). Projected onto the cone (one half space,
+        then the other), such a row pushes as the capsules' common normal does."""
         at_end = rows & (np.abs(np.abs(z) - half) <= 1e-9 * half)
         i = np.flatnonzero(at_end)
         if i.size == 0:

@@ -696,7 +696,7 @@ def test_a_rod_lying_across_two_rods_stays_at_rest(mu):
     joint points: an equilibrium in which sliding along either rod is neutral. The row of that joint point
     against the rod below took its normal along the closest points, which tilts along the upper rod as soon
     as it slides, like a ball on top of a cylinder: the upper rod slid off along its own axis with its
-    speed growing ~37 % per step from rest (21 mm in 1.5 s without friction; with μ 0.5 it rolled off the
+    speed growing by about a third per step from rest (21 mm in 1.5 s without friction; with μ 0.5 it rolled off the
     pile). Normals at joint points kept within the chain's normal cone leave it at rest."""
     r = 0.005
     s = np.linspace(-0.1, 0.1, 11)
