@@ -87,6 +87,8 @@ friction also decided in grow rounds                              0.22    2.4   
                                                                                 test fails (a held edge row 14 r
                                                                                 open carrying 432 N)
 friction decided at the round cap even if unsettled               0.06    2.0    diverged, thrown 0.9 m up
+16 primal–dual rounds instead of 8 (both replayed steps clean)   0.29    2.3    diverged; friction undecided in
+                                                                                46 % of solves, 3.0 s per step
 rows over the Coulomb box at a solve's end slide in the next      0.2     0.31   the bottom coil's end met the top
                                                                                 step's edge with no row (stopped)
   same, collider rows generated 1 r further out                  0.12    1.9    diverged, thrown 2.7 m up
@@ -101,8 +103,8 @@ direct solve (positions only), no cone                                          
 
 Every change to how rows hold, or to when friction slides, that fixed the replayed steps broke the push
 earlier: the held rows' phantom forces and the all-sticking friction are what keep the tipping stack
-stable now, and kinetic friction of a sign fixed for the solve can push along the slip (the runs thrown
-up). Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in
+stable now. Each variant that let more rows slide diverged within 0.3 s, three of them throwing the
+Slinky up (0.9–2.7 m): kinetic friction of a sign fixed for the solve can push along the slip. Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in
 Macklin et al. 2014), then exact complementarity of the normal rows.
 
 Session 7: rows that follow the contact. The first overlap over 0.1 r of session 6's default run (1.15 s)
