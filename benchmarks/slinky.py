@@ -103,7 +103,7 @@ direct solve (positions only), no cone                                          
 
 Every change to how rows hold, or to when friction slides, that fixed the replayed steps broke the push
 earlier: the held rows' phantom forces and the all-sticking friction are what keep the tipping stack
-stable now. Each variant that let more rows slide diverged within 0.3 s, three of them throwing the
+stable now. Each variant that let more rows slide diverged within 0.3 s, two of them throwing the
 Slinky up (0.9–2.7 m): kinetic friction of a sign fixed for the solve can push along the slip. Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in
 Macklin et al. 2014), then exact complementarity of the normal rows.
 
