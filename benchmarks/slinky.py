@@ -52,7 +52,8 @@ normals at joint points (``self_contacts="points"``) are kept within the capsule
 (79561a1): a joint point's row took its normal along the closest points, which tilts along its own rod
 once the joint point is past the point where another rod crosses it, a ball on a cylinder; a rod lying
 across two others slid off from rest (its speed growing by about a third per 10 ms step;
-tests/test_collision.py). The default run since, one run: stairs 3, diverged at 4.0 s, first > 0.1 r at 1.16 s, 1472 ms per step, 12 rounds
+tests/test_collision.py). The default run since, one run: stairs 3, diverged at 4.0 s, first > 0.1 r
+at 1.16 s, 1472 ms per step, 12 rounds
 median, ``friction_undecided_share`` 0.87 (new key): in 87 % of the direct solves the normal active set
 never settled within the 8 primal–dual rounds, so no friction row changed state: contacts kept the state
 they came in with, sticking from each step's start, whatever their force (the Coulomb box is decided
@@ -99,13 +100,20 @@ direct solve (positions only), no cone                                          
                                                                                 longer come to rest (4e-5–1e-2
                                                                                 m/s, against 1e-6–2e-4 without)
   same, with the cone                                            1.0     0.54   (stopped)
+rows over the box slide in the next solve, and a sliding row     4.0     0.16   no divergence: trail on step 4 by
+whose friction would push along the slip sticks in any round                    1.75 s, at rest there; first
+                                                                                > 0.1 r at 1.0–1.25 s; one edge
+                                                                                test fails (0.13 r)
 ==============================================================  ======  =====  ====================================
 
 Every change to how rows hold, or to when friction slides, that fixed the replayed steps broke the push
 earlier: the held rows' phantom forces and the all-sticking friction are what keep the tipping stack
-stable now. Each variant that let more rows slide diverged within 0.3 s, two of them throwing the
-Slinky up (0.9–2.7 m): kinetic friction of a sign fixed for the solve can push along the slip. Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in
-Macklin et al. 2014), then exact complementarity of the normal rows.
+stable now. The variants that let more rows slide broke the target within 0.3 s, two of them throwing
+the Slinky up (0.9–2.7 m): kinetic friction of a sign fixed for the solve can push along the slip, and
+outside settled rounds nothing made such a row stick again. Letting it stick again in any round (the
+table's last variant) removed the divergence, and the Slinky slid down four steps in 1.75 s.
+Next: a friction law that cannot push along the slip (a position-level cap by the slip, as in Macklin
+et al. 2014), then exact complementarity of the normal rows.
 
 Session 7: rows that follow the contact. The first overlap over 0.1 r of session 6's default run (1.15 s)
 was a segment tipping over a step's edge: its collider rows were its ends (each a material point with its
