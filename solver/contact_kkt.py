@@ -182,24 +182,31 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300)) & (not growing)
         entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
-        # Friction states change only in a round where the normal active set has settled for the current
-        # ones: changing both at once cycled (slinky push, 0.05 s: 45–270 normal rows and 10–225 friction
-        # rows changing every round until the cap, 41 rows left inside; staggered: gaps ≥ −0.015 r to 0.3 s).
-        if fr and not changed and not growing:
-            checked += 1
-            dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
-            lam_t = friction.lam + dl_t
-            bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
+        # Rows start sliding only in a round where the normal active set has settled for the current ones:
+        # changing both at once cycled (slinky push, 0.05 s: 45–270 normal rows and 10–225 friction rows
+        # changing every round until the cap, 41 rows left inside; staggered: gaps ≥ −0.015 r to 0.3 s).
+        # A sliding row whose kinetic friction pushes along the slip sticks in any round: left sliding, a
+        # fixed-sign μ λ_n drives the slip the other way, an energy source (a stiff rod 80 % past a box
+        # edge hung balanced on the edge with its other end lifted 3 cm instead of falling off, while the
+        # normal rows kept changing); sticking never is one.
+        settled = not changed and not growing
+        if fr:
+            checked += settled
             c_t = friction.rhs - friction.alpha * friction.lam
             slip = c_t + np.stack([jac[6 * m + (1 + c) * k:6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
             # Each row changes state at most once per call (stick ↔ slide chatters in a stack otherwise);
             # rows of contacts that leave are decided again when they are back.
             staying = (active & ~leaving)[:, None] & ~flipped
-            # static friction beyond the box: slide, with the impulse on the box in its own direction
-            to_slide = staying & (sliding == 0) & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
             # kinetic friction pushing along the slip (it would reverse it): stick
             to_stick = staying & (sliding != 0) & (sliding * slip > 0.0)
-            sliding[:] = np.where(to_slide, np.sign(lam_t), np.where(to_stick, 0, sliding))
+            to_slide = np.zeros_like(to_stick)
+            if settled:
+                # static friction beyond the box: slide, with the impulse on the box in its own direction
+                lam_t = friction.lam + np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
+                bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
+                to_slide = staying & (sliding == 0) & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
+                sliding[:] = np.where(to_slide, np.sign(lam_t), sliding)
+            sliding[to_stick] = 0
             flipped |= to_slide | to_stick
             changed |= bool(to_slide.any() or to_stick.any())
         if growing and fr:

@@ -640,6 +640,22 @@ def test_a_rod_bending_over_a_box_edge_stays_out_of_it(youngs_modulus, on_box):
     assert deepest < 0.1 * r
 
 
+def test_a_stiff_rod_mostly_past_a_box_edge_falls_off():
+    """A stiff rod (E 3 GPa, r 1.5 mm: it bends < 1 mm under its own weight) with 2 of its 10 segments on
+    a box and 8 past the edge, μ 0.4: its centre of mass is 66 mm beyond the edge, so it tips about the edge
+    and nothing holds it there (a single edge contact has no torque about itself): as a rigid rod, α = g d /
+    (L²/12 + d²) = 77 rad/s², a quarter turn in 0.2 s. It used to hang on the edge for 0.4 s with its other
+    end lifted 3 cm off the box, and slid off at 0.5 s: sliding rows whose kinetic friction pushed along
+    the slip stayed sliding in the rounds where the normal rows were still changing. Such rows stick; it
+    is off the box by 0.24 s."""
+    r = 0.0015
+    sim, contacts = draped_rod(3e9, 2, r=r)
+    for _ in range(40):
+        sim.step()
+    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.1      # the end that lay on the box is off
+    assert sim.positions[:, 0].max() < 0.2                                # it fell, it was not thrown
+
+
 def test_a_frictionless_rod_sliding_off_a_box_edge_gains_no_energy():
     """A rod (0.8 m, r 1 mm, 0.1 m already past the edge) slides off a frictionless box at 0.5 m/s.
     Energy (kinetic + potential) may only fall. Where a step's prediction sinks the rod by gΔt² ≈ r, the
