@@ -78,8 +78,8 @@ class Contacts:
     redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py); ``direct_rounds``:
     active-set solves per call at most, then up to ``direct_grow_rounds`` more in which rows only enter
     (:func:`solver.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
-    every direct solve; ``friction_log`` the rounds of each that checked the Coulomb states
-    (0: the normal active set never settled, so friction kept its incoming states).
+    every direct solve; ``friction_log`` the rounds of each that checked sticking rows against the Coulomb
+    box (0: the normal active set never settled, so no friction row started sliding).
     ``self_pairs`` ((k, 2) segment indices, ``self_contacts="points"`` only): candidate pairs present in
     every step whatever their distance (each joint point of one against the other's axis, where that is
     the closest point along the rod), e.g. a helix's neighbouring coils, which may close several radii
@@ -135,7 +135,7 @@ class Contacts:
         self.direct_rounds = int(direct_rounds)
         self.direct_grow_rounds = int(direct_grow_rounds)
         self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
-        self.friction_log: list[int] = []    # per direct solve with friction rows: rounds that checked Coulomb
+        self.friction_log: list[int] = []    # per direct solve with friction rows: rounds that checked the box
         self._joint_rows = None
         self._joint_rows_model = None
         self.friction = float(friction)

@@ -16,9 +16,9 @@ Coulomb friction (seed 002 §7, at the position level as in collision.py) adds t
 contact: sticking rows hold the material points' relative tangential displacement over the step at zero;
 a row whose λ_t leaves the box |λ_t| ≤ μ λ_n slides (its equation becomes λ_t = ±μ λ_n, coupled to the
 normal row of the same solve, so S is no longer symmetric: LU, not Cholesky), and a sliding row whose
-friction would push along the slip sticks again. Friction states change only in rounds where the normal
-active set did not (changing both at once cycles in a stack of coils). Inactive contacts release their
-impulses (Δλ = −λ).
+friction would push along the slip sticks again, in any round. Rows start sliding only in rounds where
+the normal active set did not change (changing both at once cycles in a stack of coils). Inactive
+contacts release their impulses (Δλ = −λ).
 
 Units: positions [m], body rotation vectors [rad], λ [N·s²], α̃ = α/Δt² with α [m/N] (stretch) and
 [1/(N·m)] (bend/twist) for joints, [m/N] for contacts and friction rows (sticking rows of a stack of
@@ -108,11 +108,12 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     inactive row enters when the step would take it deeper than ``enter_depth`` [m] (scalar or (k,)).
     ``stats`` (a dict, optional) receives ``rounds`` (solves used), ``converged`` (the last round
     changed no state; False: the active set was still cycling when ``rounds`` ran out) and
-    ``friction_checked``: rounds in which the Coulomb states were checked (None without friction rows;
-    0: the normal active set never settled within ``rounds``, so every row kept the state it came in
-    with, sticking at a step's first solve, whatever its force).
+    ``friction_checked``: rounds in which sticking rows were checked against the Coulomb box (the normal
+    active set had settled; None without friction rows; 0: it never settled within ``rounds``, so no row
+    started sliding: every row that came in sticking, as all do at a step's first solve, stuck whatever
+    its force).
     ``grow_rounds``: if the active set still cycles after ``rounds``, up to this many more solves in which
-    rows may only enter (friction states frozen): the set grows monotonically, so it settles, with no
+    rows may only enter (no friction row starts sliding): the set grows monotonically, so it settles, with no
     row left penetrating to first order; a row that would pull holds its gap for this solve instead,
     and its friction rows are released (kinetic friction on a pulling row would push along the slip).
     Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
@@ -151,7 +152,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     flipped = np.zeros((k, 2), bool)
     unloaded = np.zeros(k, bool)
     cap = max(int(rounds), 1)
-    checked = 0                                 # rounds in which the Coulomb states were checked
+    checked = 0                                 # rounds in which sticking rows were checked against the box
     for used in range(1, cap + max(int(grow_rounds), 0) + 1):
         growing = used > cap
         keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
