@@ -43,7 +43,9 @@ prints the centre of mass, end segments and overlap at that interval.
 
 Status: NOT MET (sessions 3–8): with the session-8 solver (ddff687) ``--json`` diverges at 1.38 s (1.6
 wire radii; within 0.1 r until that step), the trail still on step 1 (stairs_descended 1), friction
-undecided in 80 % of the direct solves, 1423 ms per step. Session 7's run (all 5 stairs, 0.25 r) and
+undecided in 80 % of the direct solves, 1423 ms per step. The diverging step: the joint of segments
+149/150 ends 1.6 r inside step 1 near its front edge with no row for it (segment 149 had rows at its
+other end and one edge row; 150 none): a contact the step's detection did not foresee. Session 7's run (all 5 stairs, 0.25 r) and
 this session's first (below) came before two fixes that remove energy sources (a contact normal at
 joint points, 79561a1; kinetic friction pushing along the slip, ddff687), so those trajectories are
 gone. Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
