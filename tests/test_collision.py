@@ -440,7 +440,7 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     over several active-set rounds; every direct solve settles within a 12-round cap (the last round
     changes nothing; 11 rounds at most since friction acts at the touching surfaces, 8 before) and the
     pile lands with gaps ≥ −0.1 r; capped at one round, the landing solves are reported unconverged.
-    ``friction_log`` says in how many rounds of each solve the Coulomb states were checked."""
+    ``friction_log`` says in how many rounds of each solve sticking rows were checked against the box."""
     r = 0.005
     model = log_pile(r=r)
     logs, checked = {}, {}
@@ -459,8 +459,8 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     assert all(conv for _, conv in logs[12])
     assert all(1 <= rounds <= 12 for rounds, _ in logs[12]) and max(rounds for rounds, _ in logs[12]) > 1
     assert all(rounds == 1 for rounds, _ in logs[1]) and not all(conv for _, conv in logs[1])
-    # friction_log: rounds that checked the Coulomb states; a settled solve's last round always does, a
-    # one-round solve whose contacts changed never does (its friction keeps the states it came in with)
+    # friction_log: rounds that checked sticking rows against the box; a settled solve's last round always
+    # does, a one-round solve whose contacts changed never does (no row of it starts sliding)
     assert len(checked[12]) == 15 and min(checked[12]) >= 1
     assert 0 in checked[1] and all(not conv for (_, conv), n in zip(logs[1], checked[1]) if n == 0)
 
@@ -712,8 +712,8 @@ def test_a_rod_lying_across_two_rods_stays_at_rest(mu):
     joint points: an equilibrium in which sliding along either rod is neutral. The row of that joint point
     against the rod below took its normal along the closest points, which tilts along the upper rod as soon
     as it slides, like a ball on top of a cylinder: the upper rod slid off along its own axis with its
-    speed growing by about a third per step from rest (21 mm in 1.5 s without friction; with μ 0.5 it rolled off the
-    pile). Normals at joint points kept within the chain's normal cone leave it at rest."""
+    speed growing by about a third per step from rest (21 mm in 1.5 s without friction; with μ 0.5 it
+    rolled off the pile). Normals at joint points kept within the chain's normal cone leave it at rest."""
     r = 0.005
     s = np.linspace(-0.1, 0.1, 11)
     lines = [np.stack((s, np.full_like(s, off), np.full_like(s, r)), 1) for off in (-0.06, 0.06)]
