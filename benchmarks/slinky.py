@@ -536,10 +536,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         torsion_modulus: float = 1.1e9, density: float = 1200.0, max_colours: int = 32, response: str = "direct",
         self_contacts: str = "points", margin=None, friction_compliance: float = 1e-4,
         push_rate: float = 6.0, edge_gap: float = 0.005, direct_rounds: int = 8, neighbour_rows: bool = True,
-        direct_compliance: float = 1e-5, collider_compliance: float | None = None, grow_rounds: int = 24, trail_coils: int = 0, lead_coils: int = 0,
+        direct_compliance: float = 1e-4, collider_compliance: float | None = None, grow_rounds: int = 24, trail_coils: int = 0, lead_coils: int = 0,
         trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
         rest_pitch: float = 1.02, hand_time: float = 0.5, hand_hold: float = 0.0, hand_x: float = 0.36,
-        hand_clearance: float = 0.004,
+        hand_clearance: float = 0.004, post_stabilise: bool = True,
         trace: float = 0.0, verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Posed stacks: coils with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
@@ -644,7 +644,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
                         response=response, self_contacts=self_contacts, margin=margin,
                         friction_compliance=friction_compliance, direct_rounds=direct_rounds,
                         direct_compliance=direct_compliance, direct_grow_rounds=grow_rounds,
-                        collider_compliance=collider_compliance)
+                        collider_compliance=collider_compliance, post_stabilise=post_stabilise)
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
     ends = [0, n_seg - 1]
@@ -654,6 +654,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
 
     n_steps = int(round(seconds / dt))
     worst = 0.0
+    worst_solved = 0.0                          # the deepest overlap the step's solves left (before post-stabilisation)
     times = []
     # which end leads (+x): the held one for a hand start (both ends start in the one stack)
     lead = 1.0 if hand else np.sign(sim.positions[n_seg - 1, 0] - sim.positions[0, 0])
@@ -674,6 +675,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         times.append(time.perf_counter() - t0)
         self_gap, col_gap = contacts.surface_gaps(sim)
         worst = max(worst, -min(self_gap, col_gap, 0.0))
+        worst_solved = max(worst_solved, contacts.post_overlap if post_stabilise else worst)
         if violated_at is None and worst > 0.1 * wire_radius:
             violated_at = sim.time
         ends_x = sim.positions[ends, 0]
@@ -700,6 +702,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "max_penetration_m": worst,
         "wire_radius_m": wire_radius,
         "max_penetration_over_wire_radius": worst / wire_radius,
+        # what the step's own solves left, before post-stabilisation removed it (equal without it)
+        "max_penetration_before_post_m": worst_solved,
+        "post_stabilise": post_stabilise,
         "ms_per_step": 1e3 * float(np.median(times)),
         "end_flips": flips,
         "segments": n_seg,
@@ -728,8 +733,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8, help="active-set solves per direct solve at most")
     ap.add_argument("--start", default="push", choices=("arch", "push", "stack", "hand"))
     ap.add_argument("--release-speed", type=float, default=1.0, help="m/s of the arch's coils at the start")
+    ap.add_argument("--no-post-stabilise", action="store_true",
+                    help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))")
     args = ap.parse_args()
-    result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed)
+    result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed,
+                 post_stabilise=not args.no_post_stabilise)
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")

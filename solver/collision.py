@@ -3,7 +3,8 @@
 A :class:`Contacts` object is a Gauss–Seidel constraint set for ``Simulator.gs_constraints``
 (Deul Algorithm 1, lines 10–14): ``begin_step`` generates the contacts once per step (line 13 of
 seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep (Eqs. 21/20) and
-``end_step`` records statistics.
+``end_step`` records statistics (and, with ``post_stabilise``, removes the overlaps left from the
+positions only).
 
 Every segment is a capsule: its axis (local z over ±l/2) swept by the radius ``max(radii)`` (a leaf
 plate by its half thickness). A contact joins an axis point of segment ``a`` to an axis point of
@@ -80,6 +81,10 @@ class Contacts:
     (:func:`solver.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
     every direct solve; ``friction_log`` the rounds of each that checked sticking rows against the Coulomb
     box (0: the normal active set never settled, so no friction row started sliding).
+    ``post_stabilise``: after each step, overlaps deeper than ``post_tolerance`` (0.02) radii that the
+    step's solves left are removed from the positions only, once the step has taken its velocities
+    (``end_step``; one joint-and-contact direct solve, needs the ``"kkt"`` solver); ``post_overlap`` [m]
+    is the deepest overlap it found in the last step.
     ``self_pairs`` ((k, 2) segment indices, ``self_contacts="points"`` only): candidate pairs present in
     every step whatever their distance (each joint point of one against the other's axis, where that is
     the closest point along the rod), e.g. a helix's neighbouring coils, which may close several radii
@@ -96,7 +101,7 @@ class Contacts:
                  max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
                  self_contacts: str = "pairs", direct_compliance: float = 1e-7,
                  friction_compliance: float = 1e-7, direct_rounds: int = 8, self_pairs=None,
-                 direct_grow_rounds: int = 0, collider_compliance: float | None = None):
+                 direct_grow_rounds: int = 0, collider_compliance: float | None = None, post_stabilise: bool = False):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -133,6 +138,9 @@ class Contacts:
         self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
         self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
         self.direct_rounds = int(direct_rounds)
+        self.post_stabilise = bool(post_stabilise)
+        self.post_tolerance = 0.02         # overlaps deeper than this fraction of the radius are post-stabilised
+        self.post_overlap = 0.0            # [m] the deepest overlap before post-stabilisation, last step
         self.direct_grow_rounds = int(direct_grow_rounds)
         self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
         self.friction_log: list[int] = []    # per direct solve with friction rows: rounds that checked the box
@@ -940,8 +948,88 @@ class Contacts:
 
     def end_step(self, sim) -> None:
         """Record the deepest remaining penetration of this step's contacts [m]."""
+        self.post_overlap = 0.0
+        if self.post_stabilise:
+            self._post_stabilise(sim)
         g = self.gaps(sim)
         self.max_penetration = float(max(0.0, -g.min())) if g.size else 0.0
+
+    def _overlap_rows(self, sim, margin):
+        """Rows of every capsule overlap (and gap below ``margin`` (n,) [m]) at the current pose, found exactly
+        as ``surface_gaps`` does: segment a, its axis coordinate, segment b (−1: a collider), b's, normal
+        from b to a, gap C [m]."""
+        x, q = sim.positions, sim.orientations
+        t1 = sim.time + sim.dt
+        parts = []
+        for _, seg, z, _, phi, nrm in self._collider_points(x, q, margin, t1):
+            parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm, phi - self.radius[seg]))
+        edges = self._edge_candidates(x, q, margin, t1, t1)
+        if edges is not None:
+            seg, z, pe, nrm = edges[:4]
+            pa = x[seg] + quat.rotate(q[seg], np.stack((0 * z, 0 * z, z), 1))
+            parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm,
+                          np.einsum("ij,ij->i", nrm, pa - pe) - self.radius[seg]))
+        found = self._self_candidates(x, q, margin)
+        if found is not None:
+            i, j, zi, zj, nrm, rest = found
+            pi = x[i] + quat.rotate(q[i], np.stack((0 * zi, 0 * zi, zi), 1))
+            pj = x[j] + quat.rotate(q[j], np.stack((0 * zj, 0 * zj, zj), 1))
+            parts.append((i, zi, j, zj, nrm, np.einsum("ij,ij->i", nrm, pi - pj) - rest))
+        if not parts:
+            return None
+        return [np.concatenate(p) for p in zip(*parts)]
+
+    def _post_stabilise(self, sim) -> None:
+        """Position-only removal of the overlaps left at the end of a step (post-stabilisation, Cline & Pai
+        2003): every capsule overlap at the end pose (found exactly, as ``surface_gaps`` does) and every
+        gap below a quarter radius is a row of one joint-and-contact direct solve (joints held, overlapping
+        rows closed, the others entering only if pushed in), applied to the positions after the step took
+        its velocities from them: it removes what the step's three solves left without moving energy into
+        the motion (a correction that fed the velocities, as the solve's own does, would throw the
+        contact apart at the overlap's depth per step). Skipped while no overlap is deeper than
+        ``post_tolerance`` radii; ``post_overlap`` [m] records the deepest one found."""
+        if sim.solver != "kkt" or self.model.n_joints == 0:
+            return
+        for first in (True, False, False):
+            # a correction may push a part of the rod that was not near anything into something: look again
+            rows = self._overlap_rows(sim, 0.25 * self.radius)
+            if rows is None or rows[0].size == 0:
+                return
+            sa, za, sb, zb, n, c = rows
+            if first:
+                self.post_overlap = float(max(0.0, -c.min()))
+            scale = np.where(sb < 0, self.radius[sa], 0.5 * (self.radius[sa] + self.radius[np.maximum(sb, 0)]))
+            if np.all(c >= -self.post_tolerance * scale):
+                return
+            self._post_solve(sim, sa, za, sb, zb, n, c)
+
+    def _post_solve(self, sim, sa, za, sb, zb, n, c) -> None:
+        """One post-stabilisation solve of the rows (segment a, its axis coordinate, segment b or −1 for a
+        collider, b's, normal from b to a, gap C [m]): positions and orientations only."""
+        env = sb < 0
+        sbs = np.where(env, sa, sb)
+        rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sbs])
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        fa, fb, ga, gb = self._free_gradients(sim, dict(sa=sa, sb=sbs, env=env), n, za, zb, na_body, nb_body)
+        sim._joint_values()
+        jp, jc, _, _ = sim._joint_eval.jacobians()
+        alpha = np.full(c.size, self.direct_compliance / (sim.dt * sim.dt))
+        dx, _, _, _ = solve_joints_and_contacts(
+            self._joint_rows_of(sim), jp, jc, np.zeros((self.model.n_joints, 6)), sim.alpha_tilde, 1.0 / sim._mass_diag_free,
+            fa, fb, ga, gb, c, alpha, np.zeros(c.size), touch=0.0, rounds=self.direct_rounds,
+            grow_rounds=self.direct_grow_rounds)
+        f = sim.free_index
+        sim.positions[f] += dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
+
+    def _joint_rows_of(self, sim) -> JointRows:
+        """The sparse pattern of the Simulator's joint rows, built anew when its model changed
+        (remove_joints: a fracture, a hand letting go). Reads the Simulator's joint sides, masses and
+        evaluator (no public accessor yet)."""
+        if self._joint_rows is None or self._joint_rows_model is not sim.model:
+            self._joint_rows = JointRows(sim.free_index.size, sim._seg_a, sim._seg_b)
+            self._joint_rows_model = sim.model
+        return self._joint_rows
 
     def _project_direct(self, sim) -> None:
         """Joints, all contact normal rows and their friction rows in one sparse direct solve
@@ -950,11 +1038,7 @@ class Contacts:
         joint solve undoes)."""
         if self.n_contacts == 0 or sim.solver != "kkt" or self.model.n_joints == 0:
             return
-        if self._joint_rows is None or self._joint_rows_model is not sim.model:
-            # reads the Simulator's joint sides, masses and evaluator (no public accessor yet); built anew
-            # when the Simulator's model changed (remove_joints: a fracture, a hand letting go)
-            self._joint_rows = JointRows(sim.free_index.size, sim._seg_a, sim._seg_b)
-            self._joint_rows_model = sim.model
+        joint_rows = self._joint_rows_of(sim)
         b = self._all
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
         n = self._normals(sim, b, za, zb, pa, pb)
@@ -974,7 +1058,7 @@ class Contacts:
         self._first_solve = False
         stats = {}
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
-            self._joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
+            joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
             c + alpha * lam, alpha, lam, touch=touch, friction=friction,
             enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats,
             grow_rounds=self.direct_grow_rounds)
