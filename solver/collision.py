@@ -986,10 +986,19 @@ class Contacts:
         rows closed, the others entering only if pushed in), applied to the positions after the step took
         its velocities from them: it removes what the step's three solves left without moving energy into
         the motion (a correction that fed the velocities, as the solve's own does, would throw the
-        contact apart at the overlap's depth per step). Skipped while no overlap is deeper than
-        ``post_tolerance`` radii; ``post_overlap`` [m] records the deepest one found."""
+        contact apart at the overlap's depth per step). A compliant row's own sink is left: each row is
+        allowed α F, with α its compliance and F the largest normal force [N] this step's solves put on either
+        of its segments, and is closed to that depth (closing it to zero, the next step sinks it again, a
+        velocity of α F / Δt at rest). Skipped while no overlap is deeper than that plus ``post_tolerance``
+        radii; ``post_overlap`` [m] records the deepest overlap found."""
         if sim.solver != "kkt" or self.model.n_joints == 0:
             return
+        load = np.zeros(self.model.n_segments)                  # [N] per segment, this step's contacts
+        if self.n_contacts:
+            force = self.normal_impulse / (sim.dt * sim.dt)
+            np.maximum.at(load, self.sa, force)
+            body = self.sb >= 0
+            np.maximum.at(load, self.sb[body], force[body])
         for first in (True, False, False):
             # a correction may push a part of the rod that was not near anything into something: look again
             rows = self._overlap_rows(sim, 0.25 * self.radius)
@@ -998,14 +1007,19 @@ class Contacts:
             sa, za, sb, zb, n, c = rows
             if first:
                 self.post_overlap = float(max(0.0, -c.min()))
-            scale = np.where(sb < 0, self.radius[sa], 0.5 * (self.radius[sa] + self.radius[np.maximum(sb, 0)]))
-            if np.all(c >= -self.post_tolerance * scale):
+            env, other = sb < 0, np.maximum(sb, 0)
+            compliance = np.where(env, self.collider_compliance, self.direct_compliance) if self.response == "direct" \
+                else np.full(c.size, self.compliance)
+            scale = np.where(env, self.radius[sa], 0.5 * (self.radius[sa] + self.radius[other]))
+            sink = np.minimum(compliance * np.maximum(load[sa], np.where(env, 0.0, load[other])),
+                              self.post_tolerance * scale)
+            if np.all(c + sink >= -self.post_tolerance * scale):
                 return
-            self._post_solve(sim, sa, za, sb, zb, n, c)
+            self._post_solve(sim, sa, za, sb, zb, n, c + sink)
 
     def _post_solve(self, sim, sa, za, sb, zb, n, c) -> None:
         """One post-stabilisation solve of the rows (segment a, its axis coordinate, segment b or −1 for a
-        collider, b's, normal from b to a, gap C [m]): positions and orientations only."""
+        collider, b's, normal from b to a, the gap to close [m]): positions and orientations only."""
         env = sb < 0
         sbs = np.where(env, sa, sb)
         rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sbs])
