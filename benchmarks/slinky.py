@@ -53,7 +53,7 @@ and the lead reaching step 3; its ``--json`` run had not finished after 65 CPU m
 swinging between 1.9 and 2.7 GB, as in session 8's stalled run), so its keys are not known. Pushed at 5 rad/s
 instead of 6, the same settings stop on step 1. Whether the keys are met depends on a chaotic
 trajectory; the overlaps no longer do (0.02–0.03 r in every run with post-stabilisation and α 1e-4
-m/N, 0.19–0.62 r without). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+m/N, the final code's to 3.5 s; 0.19–0.62 r without). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
 
 Session 8's status: with ddff687, ``--json`` diverged at 1.38 s (1.6 wire radii; within 0.1 r until
 that step), the trail still on step 1, friction undecided in 80 % of the direct solves, 1423 ms per

@@ -81,10 +81,10 @@ class Contacts:
     (:func:`solver.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
     every direct solve; ``friction_log`` the rounds of each that checked sticking rows against the Coulomb
     box (0: the normal active set never settled, so no friction row started sliding).
-    ``post_stabilise``: after each step, overlaps deeper than ``post_tolerance`` (0.02) radii that the
-    step's solves left are removed from the positions only, once the step has taken its velocities
-    (``end_step``; one joint-and-contact direct solve, needs the ``"kkt"`` solver); ``post_overlap`` [m]
-    is the deepest overlap it found in the last step.
+    ``post_stabilise``: after each step, overlaps the step's solves left deeper than ``post_tolerance``
+    (0.02) radii plus the compliant sink of the row's load are removed from the positions only, once the
+    step has taken its velocities (``end_step``; one joint-and-contact direct solve, needs the ``"kkt"``
+    solver); ``post_overlap`` [m] is the deepest overlap it found in the last step.
     ``self_pairs`` ((k, 2) segment indices, ``self_contacts="points"`` only): candidate pairs present in
     every step whatever their distance (each joint point of one against the other's axis, where that is
     the closest point along the rod), e.g. a helix's neighbouring coils, which may close several radii

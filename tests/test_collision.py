@@ -831,7 +831,7 @@ def test_post_stabilisation_leaves_a_compliant_rows_sink_at_rest():
     """A rod at rest on a plane whose rows are compliant enough to sink 0.029 r under the rod's weight
     (α m g / rows, more than ``post_tolerance``): post-stabilisation allows each row the sink of its load
     (α F), so it neither lifts the rod nor gives it a velocity (lifted every step, the next step would sink
-    it again: 0.029 r per 10 ms, 4 mm/s at rest); the sink is the same as without it."""
+    it again: 0.029 r per 10 ms, 15 mm/s at rest); the sink is the same as without it."""
     r = 0.005
     pts = np.stack([np.linspace(0, 0.5, 11), np.zeros(11), np.full(11, r)], 1)
     depth = {}
