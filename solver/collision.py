@@ -400,11 +400,12 @@ class Contacts:
         n = np.where((length > 0.0)[:, None], v / np.maximum(length, 1e-300)[:, None], inside)
         return (n, length) if with_distance else n
 
-    def _edge_candidates(self, x, q, margin, t0, t1):
+    def _edge_candidates(self, x, q, margin, t0, t1, with_gap=False):
         """Contacts with the sharp edges of colliders (``Collider.edges``): segment, z, the edge's closest
-        point, normal, the edge's ends at t1 and t0 and its faces' normals at t1 (k, 2, 3), μ; one per
-        segment and edge whose closest points are within the segment's radius plus ``margin`` of the
-        wedge the edge's two faces make, where the edge's closest point is inside the edge.
+        point, normal, the edge's ends at t1 and t0 and its faces' normals at t1 (k, 2, 3), μ (and, with
+        ``with_gap``, the surface gap to the wedge [m]); one per segment and edge whose closest points are
+        within the segment's radius plus ``margin`` of the wedge the edge's two faces make, where the
+        edge's closest point is inside the edge.
 
         A collider contact keeps its material point and plane for the step, so a coil rolling over a
         step's edge within one step met the edge between its rows (0.2 wire radii deep in the Slinky).
@@ -432,16 +433,17 @@ class Contacts:
             pa = a_end[seg] + s[:, None] * (b_end[seg] - a_end[seg])
             pe = e1[0][edge] + t[:, None] * (e1[1][edge] - e1[0][edge])
             normal = self._wedge_normals(pa - pe, e1[2][edge], e1[3][edge])
-            keep = (np.einsum("ij,ij->i", normal, pa - pe) < reach[seg]) & (t > 1e-6) & (t < 1.0 - 1e-6)
+            height = np.einsum("ij,ij->i", normal, pa - pe)
+            keep = (height < reach[seg]) & (t > 1e-6) & (t < 1.0 - 1e-6)
             if not keep.any():
                 continue
-            seg, edge, s, pe, normal = seg[keep], edge[keep], s[keep], pe[keep], normal[keep]
+            seg, edge, s, pe, normal, height = seg[keep], edge[keep], s[keep], pe[keep], normal[keep], height[keep]
             ends1 = np.stack((e1[0][edge], e1[1][edge]), axis=1)
             ends0 = np.stack((e0[0][edge], e0[1][edge]), axis=1)
             faces = np.stack((e1[2][edge], e1[3][edge]), axis=1)
             mu = self.friction if col.friction is None else col.friction
             out.append((seg, (s - 0.5) * self.model.lengths[seg], pe, normal, ends1, ends0, faces,
-                        np.full(seg.size, mu)))
+                        np.full(seg.size, mu)) + ((height - self.radius[seg],) if with_gap else ()))
         if not out:
             return None
         return [np.concatenate(parts) for parts in zip(*out)]
@@ -473,8 +475,9 @@ class Contacts:
         keep = dist < rest + margin[i] + margin[j]
         return i[keep], j[keep], s[keep], t[keep], d[keep], dist[keep], rest[keep], a_end, b_end
 
-    def _self_candidates(self, x, q, margin):
-        """Segment–segment contacts: i, j, z_i, z_j, normal (from j to i), r_i + r_j."""
+    def _self_candidates(self, x, q, margin, with_gap=False):
+        """Segment–segment contacts: i, j, z_i, z_j, normal (from j to i), r_i + r_j (and, with
+        ``with_gap``, the surface gap |d| − r_i − r_j [m])."""
         found = self._self_pairs(x, q, margin)
         if found is None or found[0].size == 0:
             return None
@@ -484,7 +487,8 @@ class Contacts:
         cn = np.linalg.norm(cross, axis=1)
         fallback = np.where(cn[:, None] > 1e-12, cross / np.maximum(cn, 1e-300)[:, None], [0.0, 0.0, 1.0])
         normal = np.where(dist[:, None] > 1e-9 * rest[:, None], d / np.maximum(dist, 1e-300)[:, None], fallback)
-        return i, j, (s - 0.5) * self.model.lengths[i], (t - 0.5) * self.model.lengths[j], normal, rest
+        out = (i, j, (s - 0.5) * self.model.lengths[i], (t - 0.5) * self.model.lengths[j], normal, rest)
+        return out + (dist - rest,) if with_gap else out
 
     def surface_gaps(self, sim) -> tuple[float, float]:
         """Exact smallest surface gaps [m] at the current pose, independent of this step's contacts:
@@ -963,18 +967,14 @@ class Contacts:
         parts = []
         for _, seg, z, _, phi, nrm in self._collider_points(x, q, margin, t1):
             parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm, phi - self.radius[seg]))
-        edges = self._edge_candidates(x, q, margin, t1, t1)
+        edges = self._edge_candidates(x, q, margin, t1, t1, with_gap=True)
         if edges is not None:
-            seg, z, pe, nrm = edges[:4]
-            pa = x[seg] + quat.rotate(q[seg], np.stack((0 * z, 0 * z, z), 1))
-            parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm,
-                          np.einsum("ij,ij->i", nrm, pa - pe) - self.radius[seg]))
-        found = self._self_candidates(x, q, margin)
+            seg, z, nrm, gap = edges[0], edges[1], edges[3], edges[-1]
+            parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm, gap))
+        found = self._self_candidates(x, q, margin, with_gap=True)
         if found is not None:
-            i, j, zi, zj, nrm, rest = found
-            pi = x[i] + quat.rotate(q[i], np.stack((0 * zi, 0 * zi, zi), 1))
-            pj = x[j] + quat.rotate(q[j], np.stack((0 * zj, 0 * zj, zj), 1))
-            parts.append((i, zi, j, zj, nrm, np.einsum("ij,ij->i", nrm, pi - pj) - rest))
+            i, j, zi, zj, nrm, _, gap = found
+            parts.append((i, zi, j, zj, nrm, gap))
         if not parts:
             return None
         return [np.concatenate(p) for p in zip(*parts)]
