@@ -724,6 +724,18 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     diverged_at = None
     violated_at = None                          # first time an overlap exceeds the target, 0.1 wire radius
     start_gaps = contacts.surface_gaps(sim)
+    slinky_seg = np.arange(model.n_segments) < n_seg
+
+    def mechanical_energy():
+        # kinetic + gravity [J]; elastic energy (≥ 0, ~0 in the posed start) is left out, so this sum can
+        # only fall (damping, friction, storage in the spring): a rise is energy the solver made
+        pe = -float(np.sum(model.masses[:n_seg] * (sim.positions[:n_seg] @ sim.gravity)))
+        return sim.kinetic_energy(slinky_seg) + pe
+
+    energy0 = mechanical_energy()
+    budget = sim.kinetic_energy(slinky_seg) + float(np.sum(model.masses[:n_seg])) * float(np.linalg.norm(sim.gravity)) * (start_height - floor_z)
+    energy_gain = 0.0                           # largest rise of kinetic + gravity energy over the start [J]
+    energy_gain_at = None
     if trace:
         print(f"start gaps self {start_gaps[0] * 1e3:.3f} col {start_gaps[1] * 1e3:.3f} mm", flush=True)
     for _ in range(n_steps):
@@ -735,6 +747,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         times.append(time.perf_counter() - t0)
         self_gap, col_gap = contacts.surface_gaps(sim)
         worst = max(worst, -min(self_gap, col_gap, 0.0))
+        gain = mechanical_energy() - energy0
+        if gain > energy_gain:
+            energy_gain, energy_gain_at = gain, sim.time
         worst_solved = max(worst_solved, contacts.post_overlap if post_stabilise else worst)
         if violated_at is None and worst > 0.1 * wire_radius:
             violated_at = sim.time
@@ -751,9 +766,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             xc = sim.positions[:n_seg]
             print(f"t {sim.time:.2f} com ({xc[:, 0].mean():.3f}, {xc[:, 2].mean():.3f}) trail ({xc[0, 0]:.3f}, "
                   f"{xc[0, 2]:.3f}) lead ({xc[-1, 0]:.3f}, {xc[-1, 2]:.3f}) top z {xc[:, 2].max():.3f} "
-                  f"pen/r {worst / wire_radius:.2f} flips {flips} ms {times[-1] * 1e3:.0f}", flush=True)
-        # two capsules overlap by 2 r at most (axes crossing): past 1.5 r coils pass through each other
-        if worst > 1.5 * wire_radius:
+                  f"pen/r {worst / wire_radius:.2f} flips {flips} gain {gain * 1e3:.1f} mJ ms {times[-1] * 1e3:.0f}", flush=True)
+        # two capsules overlap by 2 r at most (axes crossing): past 1.5 r coils pass through each other;
+        # energy made beyond the start's whole budget (kinetic + the fall to the floor) is a blow-up too
+        if worst > 1.5 * wire_radius or energy_gain > budget:
             diverged_at = sim.time
             trail_step.pop()                    # the exploded pose says nothing about the stairs
             break
@@ -778,6 +794,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "direct_rounds_cap": direct_rounds,
         "active_set_rounds_median": float(np.median([r for r, _ in contacts.solve_log])) if contacts.solve_log else 0.0,
         "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log])) if contacts.solve_log else 0.0,
+        # kinetic + gravity energy can only fall; its largest rise over the start, and when [J, s]
+        "max_energy_gain_J": energy_gain,
+        "max_energy_gain_at_s": energy_gain_at,
+        "energy_budget_J": budget,
         "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
         # solves whose normal active set never settled within the primal–dual rounds: no friction row
         # started sliding in them (rows sticking at the step's start stuck, whatever the force)
