@@ -599,7 +599,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         direct_compliance: float = 1e-4, collider_compliance: float | None = None, grow_rounds: int = 24, trail_coils: int = 0, lead_coils: int = 0,
         trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
         rest_pitch: float = 1.02, hand_time: float = 0.5, hand_hold: float = 0.0, hand_x: float = 0.36,
-        hand_clearance: float = 0.004, post_stabilise: bool = True,
+        hand_clearance: float = 0.004, post_stabilise: bool = True, max_move_radii: float | None = 2.0,
         trace: float = 0.0, verbose: bool = False) -> dict:
     n_pts = coils * per_coil + 1
     # Posed stacks: coils with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
@@ -704,7 +704,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
                         response=response, self_contacts=self_contacts, margin=margin,
                         friction_compliance=friction_compliance, direct_rounds=direct_rounds,
                         direct_compliance=direct_compliance, direct_grow_rounds=grow_rounds,
-                        collider_compliance=collider_compliance, post_stabilise=post_stabilise)
+                        collider_compliance=collider_compliance, post_stabilise=post_stabilise,
+                        direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius)
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
     ends = [0, n_seg - 1]
@@ -798,6 +799,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "max_energy_gain_J": energy_gain,
         "max_energy_gain_at_s": energy_gain_at,
         "energy_budget_J": budget,
+        "max_move_per_solve_m": None if max_move_radii is None else max_move_radii * wire_radius,
+        "damped_solves_share": contacts.damped_solves / max(len(contacts.solve_log), 1),
         "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
         # solves whose normal active set never settled within the primal–dual rounds: no friction row
         # started sliding in them (rows sticking at the step's start stuck, whatever the force)
@@ -815,9 +818,11 @@ def main() -> None:
     ap.add_argument("--release-speed", type=float, default=1.0, help="m/s of the arch's coils at the start")
     ap.add_argument("--no-post-stabilise", action="store_true",
                     help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))")
+    ap.add_argument("--max-move-radii", type=float, default=2.0,
+                    help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit")
     args = ap.parse_args()
     result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed,
-                 post_stabilise=not args.no_post_stabilise)
+                 post_stabilise=not args.no_post_stabilise, max_move_radii=args.max_move_radii or None)
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")

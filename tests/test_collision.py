@@ -897,3 +897,31 @@ def test_a_pushed_stack_of_coils_resting_on_a_plane_gains_no_energy():
         sim.step()
         gains.append(energy() - e0)
     assert max(gains) < model.masses.sum() * G * 1e-5      # no more than lifting the stack by 10 µm
+
+
+@pytest.mark.parametrize("max_move", [None, 0.1])
+def test_direct_max_move_damps_each_solve_to_the_limit(max_move):
+    """Two parallel rods released 1 r inside each other (no gravity): the direct solve separates them in
+    one step; with ``direct_max_move`` = 0.1 r every solve is scaled down so no segment moves farther (a
+    damped Newton step), and they separate over several steps instead."""
+    r = 0.005
+    s = np.linspace(-0.05, 0.05, 5)
+    model = rods([np.stack((s, 0 * s, 0 * s), 1), np.stack((s, 0 * s, np.full_like(s, r)), 1)], r)
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0))
+    contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points",
+                        direct_max_move=None if max_move is None else max_move * r)
+    sim.gs_constraints.append(contacts)
+    x0 = sim.positions.copy()
+    sim.step()
+    moved = np.linalg.norm(sim.positions - x0, axis=1).max()
+    if max_move is None:
+        assert moved > 0.4 * r and contacts.damped_solves == 0
+        assert contacts.surface_gaps(sim)[0] > -0.01 * r
+    else:
+        assert contacts.damped_solves == 3
+        assert moved <= 3 * max_move * r * (1 + 1e-9)
+        for _ in range(15):
+            sim.step()
+        assert contacts.surface_gaps(sim)[0] > -0.01 * r
+    with pytest.raises(ValueError, match="direct_max_move"):
+        Contacts(model, self_collision=True, response="direct", direct_max_move=-1.0)
