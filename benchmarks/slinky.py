@@ -34,7 +34,8 @@ target is 0.15 mm. Stairs: 5 steps, rise 0.1 m, run 0.15 m, then the floor. μ 0
 sessions 6–8; ``collider_compliance``: the rows against the steps alone, default the same); active set: 8
 primal–dual rounds, then up to 24 grow-only rounds (``grow_rounds``); post-stabilisation on since session
 9 (``post_stabilise``: overlaps the step's solves leave are removed from the positions only; key
-``max_penetration_before_post_m`` is what they left); damping 0.2 /s. Sessions 3–5 used steel
+``max_penetration_before_post_m`` is what they left); damping 0.2 /s; since session 10 each direct solve is damped to move a segment by at most
+``max_move_radii`` = 2 wire radii (key ``damped_solves_share``). Sessions 3–5 used steel
 wire r = 0.7 mm (E 200 GPa, G 80 GPa, 7850 kg/m³: ≈ 2.2 N/m, 0.13 kg), rise 0.06 m, run 0.2 m, contact
 rows α = 1e-4 m/N and 8 grow-only rounds, and from session 4 the arch start from x = 0.16 to 0.36 m
 (step edges at 0.2 and 0.4 m), lift 0.12 m, its coils released at 1 m/s along its axis
@@ -43,17 +44,37 @@ the contact capsule radius is max(radii), 1.25 mm for that ribbon, twice its pit
 J = I1 + I2 its torsion constant, 4.9e-13 m⁴, exceeds a round 0.7 mm wire's 3.8e-13. ``trace`` [s]
 prints the centre of mass, end segments and overlap at that interval.
 
-Status: NOT MET as a robust result (sessions 3–9). Session 9's first run with post-stabilisation and
-contact rows of α 1e-4 m/N (af3091e, whose post-stabilisation allowed no sink) met both keys over the
-full 10 s: stairs_descended 3, max_penetration 0.020 r (0.030 mm), no divergence, 1614 ms per step,
-friction undecided in 94 % of the direct solves. But it made no end flip: the Slinky tumbles over the
-edges down to step 3 and lies there from 3.5 s; it does not walk. The final code (8e9770e: a row keeps
-the sink of its own load) takes another trajectory: within 0.03 r to 3.5 s with the trail on step 2
-and the lead reaching step 3; its ``--json`` run had not finished after 65 CPU minutes (its memory
-swinging between 1.9 and 2.7 GB, as in session 8's stalled run), so its keys are not known. Pushed at 5 rad/s
-instead of 6, the same settings stop on step 1. Whether the keys are met depends on a chaotic
-trajectory; the overlaps no longer do (0.02–0.03 r in every run with post-stabilisation and α 1e-4
-m/N, the final code's to 3.5 s; 0.19–0.62 r without). Measured on this shared 2-core machine, 3 iterations, dt = 10 ms.
+Status: NOT MET (sessions 3–10). Session 10 found that the Slinky runs of sessions 6–9 were driven by
+an energy source at the Slinky's ends (below) and removed it; the default ``--json`` run since then
+(damped Newton, 2 wire radii per solve) runs the full 10 s without divergence and without making energy
+(``max_energy_gain_J`` 0: kinetic plus gravity energy never rose above the start), within 0.040 r
+(0.060 mm) of overlap, 1365 ms per step, but it descends 2 stairs, not 3, with no end flip: tipped over
+the edge it lands as an arch from step 1 to step 2, and its trail end follows onto step 2 by 10 s
+(49 % of the direct solves were damped; the solves' own overlaps, before post-stabilisation, reached
+5.3 r). Session 9's one run that met both keys (3 stairs, 0.020 r) had the energy source. Measured on
+this shared 2-core machine, 3 iterations, dt = 10 ms.
+
+Session 10: energy. New keys ``max_energy_gain_J`` / ``max_energy_gain_at_s`` (the largest rise of
+kinetic plus gravity energy over the start; with elastic energy ≥ 0 it can only fall) and
+``energy_budget_J``; a rise beyond the budget stops the run as diverged, which is what session 8's and
+9's runs that never finished needed (they ran on for hours with coils thrown about).
+
+* The first step from rest made +28.6 mJ (the start's kinetic energy is 16 mJ; a stack standing still
+  +21 mJ, its end segments at 1.8 m/s). Two permanent rows (``neighbour_rows``) ran from a joint point
+  to the other coil's free end 36° of arc away; the joint-point normal cone (``Contacts._vertex_cone``)
+  was taken in the wrong half space, so the free end's cap was cut off and the rows read 7.3 r of
+  overlap. Fixed (9926614): the cone the right way round, and joint-point rows only where that point is
+  its chain's nearest feature (within 60° of its cone). A stack at rest then loses energy every step.
+* With that fixed, the default run (cone fix only) came to rest as an arch on step 2 by 4.5 s, then
+  jittered (median speed 0.1–0.3 m/s, energy creeping up 12 mJ in 0.75 s) and blew up at 5.37 s:
+  its solves moved segments 13–20 mm with 100–970 N on rows open by 4–15 r (held open rows, the spacers
+  of session 9) and a step made +40 mJ; stopped by the new energy check at 5.57 s (stairs 2, 0.040 r,
+  1386 ms per step). Ten steps replayed from 5.27 s: +48.7 mJ; with the solve damped to 2 wire radii
+  (``Contacts(direct_max_move=...)``, 47e1cb7) +1.5 mJ (3 mm: 2 r; 5 r: +4.7 mJ). Also replayed over
+  20 steps from 4.97 s: contact rows closing from farther than h to h instead of holding their gap
+  (h = 0.1 r: +5.5 mJ and a 66 mJ step; 0.4 r: −11.1 mJ; 1 r: −10.9 mJ; holding: +0.2 mJ) and exact
+  rows (C + ΔC = 0: +16.8 mJ, a 73 mJ step); not kept: from the hot state at 5.27 s h = 0.4 r still
+  made +14 mJ.
 
 Session 8's status: with ddff687, ``--json`` diverged at 1.38 s (1.6 wire radii; within 0.1 r until
 that step), the trail still on step 1, friction undecided in 80 % of the direct solves, 1423 ms per

@@ -788,9 +788,10 @@ class Contacts:
         """Normals n (k, 3) pushing on ``seg`` at axis coordinate z, kept within the normal cone of the
         capsule chain where z is a joint point (an end of the segment; ``rows`` masks the rows to treat).
 
-        Of the sphere about a joint point, only the normals with n·t_in ≥ 0 and n·t_out ≤ 0 lie on the
-        chain's surface (t_in: the segment's axis toward the joint, t_out: the next segment's axis away
-        from it; a free end has no t_out): a straight rod has n ⟂ t there. A normal tilted beyond that
+        Of the sphere about a joint point, only the outward normals o with o·t_in ≥ 0 and o·t_out ≤ 0 lie
+        on the chain's surface (t_in: the segment's axis toward the joint, t_out: the next segment's axis
+        away from it; a free end has no t_out, so its whole cap is surface), and a normal pushing on the
+        segment is n = −o: a straight rod has n ⟂ t there. A normal tilted beyond that
         cone (a joint point just past the point where another rod crosses this one) would push the rod
         along its own axis like a ball on top of a cylinder, an unstable equilibrium: a rod resting
         across two others slid off along its axis from rest, without friction, its speed growing by
