@@ -64,7 +64,7 @@ kinetic plus gravity energy over the start; with elastic energy ≥ 0 it can onl
   to the other coil's free end 36° of arc away; the joint-point normal cone (``Contacts._vertex_cone``)
   was taken in the wrong half space, so the free end's cap was cut off and the rows read 7.3 r of
   overlap. Fixed (9926614): the cone the right way round, and joint-point rows only where that point is
-  its chain's nearest feature (within 60° of its cone). A stack at rest then loses energy every step.
+  its chain's nearest feature (within 30° of its cone). A stack at rest then loses energy every step.
 * With that fixed, the default run (cone fix only) came to rest as an arch on step 2 by 4.5 s, then
   jittered (median speed 0.1–0.3 m/s, energy creeping up 12 mJ in 0.75 s) and blew up at 5.37 s:
   its solves moved segments 13–20 mm with 100–970 N on rows open by 4–15 r (held open rows, the spacers

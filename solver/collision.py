@@ -84,7 +84,7 @@ class Contacts:
     ``direct_max_move`` [m] (optional): a direct solve whose Newton step would move some segment's surface
     farther is scaled down to that distance (damped Newton; ``damped_solves`` counts them): far outside
     the linear regime a full step overshoots, and the solves of a jittering Slinky moved segments 13–20 mm
-    with 100–970 N on its rows (it weighs 0.9 N) and made 51 mJ in one step.
+    with 100–970 N on its rows (it weighs 0.9 N) and made 40 mJ in one step.
     ``post_stabilise``: after each step, overlaps the step's solves left deeper than ``post_tolerance``
     (0.02) radii plus the compliant sink of the row's load are removed from the positions only, once the
     step has taken its velocities (``end_step``; one joint-and-contact direct solve, needs the ``"kkt"``
@@ -333,7 +333,7 @@ class Contacts:
         dist = np.linalg.norm(d, axis=1)
         mode = np.where(vv, FIXED, SLIDE_B)
         # A row belongs to a joint point only where that point is its chain's nearest feature to the other
-        # side: the direction to it within the chain's normal cone (``_vertex_cone``), up to 60°. A permanent
+        # side: the direction to it within 30° of the chain's normal cone (``_vertex_cone``). A permanent
         # candidate 22 mm along a coil from the other rod's end (Slinky) is not: its normal, projected onto
         # the cone, measured the gap to the chain's tangent line, 0.07 r, and its row held that.
         dn = d / np.maximum(dist, 1e-300)[:, None]

@@ -867,7 +867,7 @@ def test_a_rods_free_end_cap_is_a_contact_surface():
     assert gaps.min() > g * (1 - 1e-9)
 
 
-def test_a_pushed_stack_of_coils_resting_on_a_plane_gains_no_energy():
+def test_a_stack_of_coils_resting_on_a_plane_gains_no_energy():
     """A closed helical stack (3 coils of 10 segments, Slinky geometry scaled) rests on a plane with every
     segment's next-coil neighbours as permanent candidates (``self_pairs``, as benchmarks/slinky.py).
     Kinetic plus gravitational energy can only fall. A joint point 36° of arc from the other coil's
