@@ -12,6 +12,11 @@ from solver.sdf import mesh_signed_distance_grid
 G = 9.81
 
 
+def mechanical_energy(sim):
+    """Kinetic plus gravitational energy [J] (gravity −G along z); with no energy source it can only fall."""
+    return sim.kinetic_energy() + G * float(np.sum(sim.model.masses * sim.positions[:, 2]))
+
+
 def box_mesh(half):
     v = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * half
     f = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
@@ -670,15 +675,11 @@ def test_a_frictionless_rod_sliding_off_a_box_edge_gains_no_energy():
     contacts = Contacts(model, [Box((-0.5, 0, -0.5), (0.5, 0.5, 0.5))], friction=0.0, response="direct",
                         direct_grow_rounds=8)
     sim.gs_constraints.append(contacts)
-
-    def energy():
-        return sim.kinetic_energy() + G * np.sum(model.masses * sim.positions[:, 2])
-
     kinetic = sim.kinetic_energy()
-    e = [energy()]
+    e = [mechanical_energy(sim)]
     for _ in range(40):
         sim.step()
-        e.append(energy())
+        e.append(mechanical_energy(sim))
     assert np.max(np.diff(e)) < 1e-3 * kinetic
     assert e[-1] < e[0]
 
@@ -887,15 +888,11 @@ def test_a_stack_of_coils_resting_on_a_plane_gains_no_energy():
     contacts = Contacts(model, [Plane()], friction=0.4, self_collision=True, self_friction=0.1,
                         response="direct", self_contacts="points", self_pairs=pairs, direct_compliance=1e-4)
     sim.gs_constraints.append(contacts)
-
-    def energy():
-        return sim.kinetic_energy() + G * float(np.sum(model.masses * sim.positions[:, 2]))
-
-    e0 = energy()
+    e0 = mechanical_energy(sim)
     gains = []
     for _ in range(20):
         sim.step()
-        gains.append(energy() - e0)
+        gains.append(mechanical_energy(sim) - e0)
     assert max(gains) < model.masses.sum() * G * 1e-5      # no more than lifting the stack by 10 µm
 
 
