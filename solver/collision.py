@@ -1075,8 +1075,9 @@ class Contacts:
     def _post_velocity(self, sim, fa, fb, ga, gb, closing) -> None:
         """The closed rows' relative normal velocity into each other removed (J v ≥ 0 for them, an
         inelastic impulse through one joint-and-contact direct solve in which the joints' velocities do not
-        change; rows that would pull leave): a projection, so it takes kinetic energy out, never in. Against
-        a collider the collider is taken at rest."""
+        change; rows that would pull leave): a projection onto non-approaching rows, so it takes kinetic
+        energy out. Against a collider the collider is taken at rest (an animated one's own speed is not
+        added)."""
         if not np.any(closing):
             return
         f = sim.free_index

@@ -812,7 +812,7 @@ def test_post_velocity_stops_the_closed_rows_sinking_and_takes_energy_out():
     crossing rods of the test above, A sinking into the plane at 1 m/s (and drifting along x at 0.1 m/s),
     B falling onto A at 3 m/s: afterwards A's segments move into the plane at ≤ 1e-3 m/s, B's crossing
     segment no faster into A than A's, the drift along x is kept (the normals are vertical), the kinetic
-    energy falls, and the positions are those of plain post-stabilisation."""
+    energy at least halves, and the positions are those of plain post-stabilisation."""
     r = 0.01
     poses = []
     for post_velocity in (False, True):
