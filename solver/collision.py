@@ -1070,14 +1070,14 @@ class Contacts:
         sim.positions[f] += dx[:, :3]
         sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
         if self.post_velocity:
-            self._post_velocity(sim, fa, fb, ga, gb, c < 0.0)
+            self._post_velocity(sim, jp, jc, fa, fb, ga, gb, c < 0.0)
 
-    def _post_velocity(self, sim, fa, fb, ga, gb, closing) -> None:
+    def _post_velocity(self, sim, jp, jc, fa, fb, ga, gb, closing) -> None:
         """The closed rows' relative normal velocity into each other removed (J v ≥ 0 for them, an
         inelastic impulse through one joint-and-contact direct solve in which the joints' velocities do not
         change; rows that would pull leave): a projection onto non-approaching rows, so it takes kinetic
         energy out. Against a collider the collider is taken at rest (an animated one's own speed is not
-        added)."""
+        added). ``jp``, ``jc``: the joints' Jacobians of the position solve just done."""
         if not np.any(closing):
             return
         f = sim.free_index
@@ -1089,7 +1089,6 @@ class Contacts:
             jv[on] += np.einsum("ij,ij->i", grad[on], vel[side[on]])
         if not np.any(jv < 0.0):
             return
-        jp, jc, _, _ = sim._joint_eval.jacobians()
         # velocity-level rows: compliance α/Δt (impulses in N·s), the joints' relative velocity held
         dv, _, _, _ = solve_joints_and_contacts(
             self._joint_rows_of(sim), jp, jc, np.zeros((self.model.n_joints, 6)), sim.alpha_tilde * sim.dt,
