@@ -1025,7 +1025,7 @@ class Contacts:
         of its segments, and is closed to that depth (closing it to zero, the next step sinks it again, a
         velocity of α F / Δt at rest). Skipped while no overlap is deeper than that plus ``post_tolerance``
         radii; ``post_overlap`` [m] records the deepest overlap found."""
-        if sim.solver != "kkt" or self.model.n_joints == 0:
+        if sim.solver != "kkt" or sim.model.n_joints == 0:
             return
         load = np.zeros(self.model.n_segments)                  # [N] per segment, this step's contacts
         if self.n_contacts:
@@ -1063,7 +1063,7 @@ class Contacts:
         jp, jc, _, _ = sim._joint_eval.jacobians()
         alpha = np.full(c.size, self.direct_compliance / (sim.dt * sim.dt))
         dx, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim), jp, jc, np.zeros((self.model.n_joints, 6)), sim.alpha_tilde, 1.0 / sim._mass_diag_free,
+            self._joint_rows_of(sim), jp, jc, np.zeros((sim.model.n_joints, 6)), sim.alpha_tilde, 1.0 / sim._mass_diag_free,
             fa, fb, ga, gb, c, alpha, np.zeros(c.size), touch=0.0, rounds=self.direct_rounds,
             grow_rounds=self.direct_grow_rounds)
         f = sim.free_index
@@ -1091,7 +1091,7 @@ class Contacts:
             return
         # velocity-level rows: compliance α/Δt (impulses in N·s), the joints' relative velocity held
         dv, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim), jp, jc, np.zeros((self.model.n_joints, 6)), sim.alpha_tilde * sim.dt,
+            self._joint_rows_of(sim), jp, jc, np.zeros((sim.model.n_joints, 6)), sim.alpha_tilde * sim.dt,
             1.0 / sim._mass_diag_free, fa, fb, ga, gb, jv, np.full(fa.size, self.direct_compliance / sim.dt),
             np.zeros(fa.size), touch=0.0, rounds=self.direct_rounds, grow_rounds=self.direct_grow_rounds)
         sim.velocities[f] += dv[:, :3]
@@ -1111,7 +1111,7 @@ class Contacts:
         (:mod:`solver.contact_kkt`): a contact held by a stack of others is met in one solve, not one coil
         per sweep, and friction moves the whole rod, not one segment (no Gauss–Seidel pass that the next
         joint solve undoes)."""
-        if self.n_contacts == 0 or sim.solver != "kkt" or self.model.n_joints == 0:
+        if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
             return
         joint_rows = self._joint_rows_of(sim)
         b = self._all

@@ -577,14 +577,17 @@ def test_a_contact_that_pulls_after_the_grow_rounds_carries_no_friction():
     assert pulled > 0                   # the case occurs
 
 
-def test_direct_contacts_follow_remove_joints():
+@pytest.mark.parametrize("post", [False, True])
+def test_direct_contacts_follow_remove_joints(post):
     """A rope resting on a plane breaks in the middle between steps (Simulator.remove_joints): the direct
-    joint+contact solve builds its joint rows for the new topology, and both halves stay on the plane."""
+    joint+contact solve builds its joint rows for the new topology, and both halves stay on the plane;
+    with post-stabilisation (and ``post_velocity``) its solves take the new topology's joints too."""
     r = 0.005
     pts = np.stack([np.linspace(0, 1, 21), np.zeros(21), np.full(21, r)], 1)
     model = rod_from_polyline(pts, r, 1e8)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", self_contacts="points")
+    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", self_contacts="points",
+                        post_stabilise=post, post_velocity=post)
     sim.gs_constraints.append(contacts)
     sim.run(10)
     sim.remove_joints([9])
@@ -597,6 +600,12 @@ def test_direct_contacts_follow_remove_joints():
     assert np.max(np.abs(sim.positions[:, 2] - r)) < 0.1 * r          # both halves lie on the plane
     gap = sim.segment_points(np.array([[0, 0, -0.025]]), [10])[0] - sim.segment_points(np.array([[0, 0, 0.025]]), [9])[0]
     assert np.linalg.norm(gap) < 1e-3                                 # the halves did not jump apart
+    if post:                                # both halves pressed 0.5 r into the plane, sinking at 0.5 m/s
+        sim.positions[:, 2] -= 0.5 * r
+        sim.velocities[:, 2] = -0.5
+        contacts._post_stabilise(sim)
+        assert min(contacts.surface_gaps(sim)) > -0.05 * r
+        assert sim.velocities[:, 2].min() > -1e-3
 
 
 # ---------------------------------------------------------------------------------------- box edges
