@@ -42,7 +42,8 @@ rows α = 1e-4 m/N and 8 grow-only rounds, and from session 4 the arch start fro
 (without it the arch only falls flat: Status). A real Slinky's flat 2.5 × 0.6 mm ribbon was not tried:
 the contact capsule radius is max(radii), 1.25 mm for that ribbon, twice its pitch, and with Deul Eq. 6's
 J = I1 + I2 its torsion constant, 4.9e-13 m⁴, exceeds a round 0.7 mm wire's 3.8e-13. ``trace`` [s]
-prints the centre of mass, end segments and overlap at that interval.
+prints the centre of mass, end segments and overlap at that interval; ``frames_path`` (``--frames``) saves the
+segment centres every ``frame_every`` s and the stairs to an .npz, to look at the motion (session 12).
 
 Status: NOT MET (sessions 3–11). The default run is session 10's (below: 2 stairs, 0.040 r). Session 11
 found a run that meets both keys, coil–coil friction 0 (4 stairs, 0.040 r), and found that it does so
@@ -688,7 +689,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
         rest_pitch: float = 1.02, hand_time: float = 0.5, hand_hold: float = 0.0, hand_x: float = 0.36,
         hand_clearance: float = 0.004, post_stabilise: bool = True, max_move_radii: float | None = 2.0,
-        post_velocity: bool = False, trace: float = 0.0, verbose: bool = False) -> dict:
+        post_velocity: bool = False, trace: float = 0.0, verbose: bool = False, frames_path: str | None = None,
+        frame_every: float = 0.05) -> dict:
     n_pts = coils * per_coil + 1
     # Posed stacks: coils with a pitch of one wire diameter plus 2 % (they touch but do not overlap).
     pitch = 2.0 * wire_radius * 1.02
@@ -828,7 +830,14 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     energy_gain_at = None
     if trace:
         print(f"start gaps self {start_gaps[0] * 1e3:.3f} col {start_gaps[1] * 1e3:.3f} mm", flush=True)
-    for _ in range(n_steps):
+    frame_t, frame_x = [0.0], [sim.positions[:n_seg].copy()]
+
+    def save_frames():
+        # the Slinky's segment centres every ``frame_every`` s, with the stairs, to look at the motion
+        np.savez_compressed(frames_path, t_s=np.array(frame_t), centres_m=np.array(frame_x), rise_m=rise, run_m=run_m,
+                            steps=steps_count, wire_radius_m=wire_radius, coil_radius_m=coil_radius)
+    every = max(int(round(frame_every / dt)), 1)
+    for k in range(n_steps):
         if not released and sim.time >= hand_time + hand_hold - 1e-9:
             sim.remove_joints([n_seg - 1])      # the hand's weld (the last tree joint)
             released = True
@@ -849,6 +858,11 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             flips += 1
             lead = new_lead
         trail_step.append(min(step_under(ends_x[0]), step_under(ends_x[1])))
+        if frames_path and (k + 1) % every == 0:
+            frame_t.append(sim.time)
+            frame_x.append(sim.positions[:n_seg].copy())
+            if (k + 1) % (20 * every) == 0:
+                save_frames()                   # a run stopped early still leaves its frames
         if verbose:
             print(f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap*1e3:.4f} "
                   f"col_gap {col_gap*1e3:.4f} mm  ms {times[-1]*1e3:.0f}  ends_x {ends_x}", flush=True)
@@ -863,6 +877,8 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             diverged_at = sim.time
             trail_step.pop()                    # the exploded pose says nothing about the stairs
             break
+    if frames_path:
+        save_frames()
     return {
         "stairs_descended": int(trail_step[-1]) if trail_step else 0,
         "max_penetration_m": worst,
@@ -909,9 +925,12 @@ def main() -> None:
                     help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))")
     ap.add_argument("--max-move-radii", type=float, default=2.0,
                     help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit")
+    ap.add_argument("--frames", default=None, metavar="NPZ",
+                    help="save the segment centres every 0.05 s (t_s, centres_m, and the stairs) to this .npz")
     args = ap.parse_args()
     result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed,
-                 post_stabilise=not args.no_post_stabilise, max_move_radii=args.max_move_radii or None)
+                 post_stabilise=not args.no_post_stabilise, max_move_radii=args.max_move_radii or None,
+                 frames_path=args.frames)
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")
