@@ -52,6 +52,16 @@ def _empty(n: int, *tail) -> np.ndarray:
 FIXED, SLIDE_B, SLIDE_BOTH, EDGE = 0, 1, 2, 3
 
 
+def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
+    """J x for contact rows: each row's gradients ``ga``/``gb`` (k, 6) against the free-segment vector
+    ``x`` (n_free, 6) at its free indices ``fa``/``fb`` (−1: that side is a collider or pinned)."""
+    out = np.zeros(fa.size)
+    for g, fs in ((ga, fa), (gb, fb)):
+        ok = fs >= 0
+        out[ok] += np.einsum("ij,ij->i", g[ok], x[fs[ok]])
+    return out
+
+
 class Contacts:
     """Contact and friction constraints of one model (a ``Simulator.gs_constraints`` element).
 
@@ -957,11 +967,7 @@ class Contacts:
                 ok = fs >= 0
                 np.add.at(f, fs[ok], g[ok] * d[ok, None])
             x, l_joint = kkt.solve(f, zero_joint)
-            dc = np.zeros(d.size)
-            for g, fs in ((ga, fa), (gb, fb)):
-                ok = fs >= 0
-                dc[ok] += np.einsum("ij,ij->i", g[ok], x[fs[ok]])
-            return x, l_joint, dc
+            return x, l_joint, _rows_times(fa, fb, ga, gb, x)
 
         _, _, dc = respond(dlam)
         wanted = w * dlam                       # the gap change the local step asked for
@@ -1083,10 +1089,7 @@ class Contacts:
         f = sim.free_index
         vel = np.concatenate((sim.velocities[f], sim.angular_velocities[f]), axis=1)   # [m/s, rad/s body]
         fa, fb, ga, gb = fa[closing], fb[closing], ga[closing], gb[closing]
-        jv = np.zeros(fa.size)                                  # [m/s] relative normal velocity, + apart
-        for side, grad in ((fa, ga), (fb, gb)):
-            on = side >= 0
-            jv[on] += np.einsum("ij,ij->i", grad[on], vel[side[on]])
+        jv = _rows_times(fa, fb, ga, gb, vel)                   # [m/s] relative normal velocity, + apart
         if not np.any(jv < 0.0):
             return
         # velocity-level rows: compliance α/Δt (impulses in N·s), the joints' relative velocity held
