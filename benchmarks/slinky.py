@@ -695,6 +695,7 @@ the round's matrix, not the 18 ms LU, dominates a ~60 ms round).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
@@ -1001,17 +1002,20 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
 
 
 def main() -> None:
+    default = {k: v.default for k, v in inspect.signature(run).parameters.items()}   # one set of defaults
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--rounds", type=int, default=8, help="active-set solves per direct solve at most")
-    ap.add_argument("--start", default="hand", choices=("arch", "push", "stack", "hand"))
-    ap.add_argument("--release-speed", type=float, default=1.0, help="m/s of the arch's coils at the start")
+    ap.add_argument("--seconds", type=float, default=default["seconds"])
+    ap.add_argument("--rounds", type=int, default=default["direct_rounds"],
+                    help="active-set solves per direct solve at most")
+    ap.add_argument("--start", default=default["start"], choices=("arch", "push", "stack", "hand"))
+    ap.add_argument("--release-speed", type=float, default=default["release_speed"],
+                    help="m/s of the arch's coils at the start")
     ap.add_argument("--no-post-stabilise", action="store_true",
                     help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))")
-    ap.add_argument("--max-move-radii", type=float, default=5.0,
+    ap.add_argument("--max-move-radii", type=float, default=default["max_move_radii"],
                     help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit")
-    ap.add_argument("--self-friction", type=float, default=0.0, help="Coulomb μ between coils")
+    ap.add_argument("--self-friction", type=float, default=default["self_friction"], help="Coulomb μ between coils")
     ap.add_argument("--frames", default=None, metavar="NPZ",
                     help="save the segment centres every 0.05 s (t_s, centres_m, and the stairs) to this .npz")
     args = ap.parse_args()
