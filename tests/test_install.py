@@ -1,11 +1,14 @@
 """Install Stiff Rods the way a user does, in real Blender, from the zips that tools/build_extension.py
-builds: the legacy add-on zip in Debian's Blender 3.4 and the extension zip in Blender 5.0 (the bpy
-module from PyPI). Every Blender runs in a subprocess with a timeout and an isolated user profile
-(BLENDER_USER_* in a tmp dir), through tests/blender_scripts/install_check.py.
+builds: the legacy add-on zip in Debian's Blender 3.4 and this machine's platform's extension zip in
+Blender 5.0 (the bpy module from PyPI). Every Blender runs in a subprocess with a timeout and an
+isolated user profile (BLENDER_USER_* in a tmp dir), through tests/blender_scripts/install_check.py.
+The extension is built once for this module, for all six platforms (one zip each); the layout tests
+read every zip.
 """
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -14,13 +17,30 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_SCRIPT = ROOT / "tests" / "blender_scripts" / "install_check.py"
 BLENDER_TIMEOUT = 600  # s, the whole check including the restarted second Blender
 
-FORBIDDEN_PARTS = {"tests", "benchmarks", "tools", ".ci", "__pycache__", "sample_blends", "dist",
-                   "build", ".git"}
+# Development folders of the repository root (a solver subpackage may share one of these names)
+# and folders never packaged at any depth.
+FORBIDDEN_TOP = {"tests", "benchmarks", "tools", "sample_blends", "dist", "build"}
+FORBIDDEN_ANY = {".ci", "__pycache__", ".git"}
+
+# Blender 4.2-5.0's extension platforms -> test of a wheel's platform tag (the WHEEL file's Tag line).
+WHEEL_TAG_FOR_PLATFORM = {
+    "linux-x64": lambda tag: tag.startswith("manylinux") and tag.endswith("_x86_64"),
+    "linux-arm64": lambda tag: tag.startswith("manylinux") and tag.endswith("_aarch64"),
+    "macos-x64": lambda tag: tag.startswith("macosx_") and tag.endswith("_x86_64"),
+    "macos-arm64": lambda tag: tag.startswith("macosx_") and tag.endswith("_arm64"),
+    "windows-x64": lambda tag: tag == "win_amd64",
+    "windows-arm64": lambda tag: tag == "win_arm64",
+}
+BLENDER_PYTHON = "3.11"                 # Blender 4.2-5.0
+BLENDER_NUMPY = ("1.26.0", "1.26.4")    # the numpy 1.26.x Blender 4.2-5.0 bundle
+MAX_ZIP_BYTES = 100e6                   # the size limit set for each platform's zip
 
 
 def _load_build_module():
@@ -45,12 +65,34 @@ def legacy_zip(dist):
 
 
 @pytest.fixture(scope="module")
-def extension_zip(dist):
+def extension_zips(dist):
+    """The default build: every platform, one zip each (built once for this module)."""
     if build.find_blender_ext() is None:
         pytest.skip("Blender's extension CLI not found: the bpy module is not installed "
                     "(python3 -m pip install -r requirements-dev.txt)")
-    (out,) = build.build_extension_zip(dist)
-    return out
+    build.build_extension_zip(dist)
+    return {z.name: z for z in dist.glob("*.zip") if not z.name.endswith("-legacy.zip")}
+
+
+def _zip_for(extension_zips, blender_platform):
+    name = f"stiff_rods-{build.package_version()}-{blender_platform.replace('-', '_')}.zip"
+    assert name in extension_zips, f"no {name} among {sorted(extension_zips)}"
+    return extension_zips[name]
+
+
+def _host_platform():
+    system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(platform.system())
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower())
+    if system is None or machine is None:
+        pytest.skip(f"no Blender platform for {platform.system()} {platform.machine()}")
+    return f"{system}-{machine}"
+
+
+@pytest.fixture(scope="module")
+def extension_zip(extension_zips):
+    """This machine's platform's zip."""
+    return _zip_for(extension_zips, _host_platform())
 
 
 def _profile_env(tmp_path):
@@ -110,7 +152,9 @@ def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
     _assert_registered(info, "bl_ext.user_default.stiff_rods")
     assert Path(info["file"]).is_relative_to(tmp_path)
     restart = info["restart"]
-    assert restart["scipy"] == build.SCIPY_VERSION, "the bundled scipy wheel was not the one used"
+    (wheel,) = _wheels_in(extension_zip)
+    assert restart["scipy"] == _wheel_metadata(extension_zip, wheel)["Version"], \
+        "the bundled scipy wheel was not the one used"
     assert Path(restart["scipy_file"]).is_relative_to(tmp_path)
 
 
@@ -122,8 +166,10 @@ def _zip_names(path):
 
 def _assert_only_addon_files(names):
     for name in names:
-        parts = set(Path(name).parts)
-        assert not parts & FORBIDDEN_PARTS, f"{name} must not be packaged"
+        parts = Path(name).parts
+        top = parts[1] if parts[0] == "stiff_rods" and len(parts) > 1 else parts[0]
+        assert top not in FORBIDDEN_TOP, f"{name} must not be packaged"
+        assert not set(parts) & FORBIDDEN_ANY, f"{name} must not be packaged"
         assert not name.endswith((".pyc", ".pyo", ".zip", ".blend1")), name
 
 
@@ -137,21 +183,70 @@ def test_legacy_zip_layout(legacy_zip):
     _assert_only_addon_files(names)
 
 
-def test_extension_zip_validates_and_holds_only_addon_files(extension_zip, legacy_zip):
-    for target in (ROOT, extension_zip):
-        done = build.validate(target)
-        assert done.returncode == 0, f"validate {target}:\n{done.stdout}\n{done.stderr}"
-    names = _zip_names(extension_zip)
+def _wheels_in(zip_path):
+    return [n for n in _zip_names(zip_path) if n.endswith(".whl")]
+
+
+def _wheel_metadata(zip_path, wheel):
+    """Header fields of the METADATA and WHEEL files of ``wheel`` (a member of the zip at
+    ``zip_path``): {key: value}, {key: [values]} for the repeated Requires-Dist and Tag."""
+    with zipfile.ZipFile(zip_path) as zf, zf.open(wheel) as fh:
+        with zipfile.ZipFile(fh) as wf:
+            info = [n for n in wf.namelist()
+                    if n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")]
+            text = "".join(wf.read(n).decode("utf-8").split("\n\n")[0] + "\n"
+                           for n in info if n.endswith(("/METADATA", "/WHEEL")))
+    meta = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and not line.startswith(" "):
+            meta.setdefault(key, []).append(value.strip())
+    return {k: v if k in ("Requires-Dist", "Tag") else v[0] for k, v in meta.items()}
+
+
+def test_extension_build_writes_one_zip_per_platform(extension_zips):
+    version = build.package_version()
+    assert sorted(extension_zips) == sorted(
+        f"stiff_rods-{version}-{p.replace('-', '_')}.zip" for p in WHEEL_TAG_FOR_PLATFORM)
+
+
+@pytest.mark.parametrize("blender_platform", sorted(WHEEL_TAG_FOR_PLATFORM))
+def test_platform_zip_holds_its_platform_wheel_only(extension_zips, legacy_zip, blender_platform):
+    zip_path = _zip_for(extension_zips, blender_platform)
+    assert zip_path.stat().st_size <= MAX_ZIP_BYTES, f"{zip_path.name}: {zip_path.stat().st_size} bytes"
+    done = build.validate(zip_path)
+    assert done.returncode == 0, f"validate {zip_path}:\n{done.stdout}\n{done.stderr}"
+    names = _zip_names(zip_path)
     _assert_only_addon_files(names)
-    with zipfile.ZipFile(extension_zip) as zf:
+
+    (wheel,) = _wheels_in(zip_path)
+    meta = _wheel_metadata(zip_path, wheel)
+    assert meta["Name"] == "scipy"
+    tags = [tag.split("-") for tag in meta["Tag"]]
+    assert tags and all(t[:2] == ["cp311", "cp311"] for t in tags), meta["Tag"]
+    assert all(WHEEL_TAG_FOR_PLATFORM[blender_platform](t[2]) for t in tags), meta["Tag"]
+    assert BLENDER_PYTHON in SpecifierSet(meta["Requires-Python"])
+    (numpy,) = [Requirement(r) for r in meta["Requires-Dist"] if Requirement(r).name == "numpy"]
+    assert all(v in numpy.specifier for v in BLENDER_NUMPY), f"{wheel} needs {numpy}"
+
+    # The manifest names this platform and its wheel only, in the top-level keys and in the
+    # [build.generated] table Blender reads them from.
+    with zipfile.ZipFile(zip_path) as zf:
         manifest = tomllib.loads(zf.read("blender_manifest.toml").decode("utf-8"))
-    wheels = [n for n in names if n.endswith(".whl")]
-    assert sorted(w.removeprefix("./") for w in manifest["wheels"]) == sorted(wheels)
-    assert all(Path(w).name.startswith(f"scipy-{build.SCIPY_VERSION}-cp311-") for w in wheels)
-    assert sorted(manifest["platforms"]) == sorted(build.DEFAULT_PLATFORMS)
-    # Same add-on source files in both packages.
+    for table in (manifest, manifest["build"]["generated"]):
+        assert table["platforms"] == [blender_platform]
+        assert [w.removeprefix("./") for w in table["wheels"]] == [wheel]
+
+    # Same add-on source files as the legacy zip.
     legacy_py = {n.removeprefix("stiff_rods/") for n in _zip_names(legacy_zip) if n.endswith(".py")}
     assert {n for n in names if n.endswith(".py")} == legacy_py
+
+
+def test_source_tree_validates():
+    if build.find_blender_ext() is None:
+        pytest.skip("Blender's extension CLI not found: the bpy module is not installed")
+    done = build.validate(ROOT)
+    assert done.returncode == 0, f"validate {ROOT}:\n{done.stdout}\n{done.stderr}"
 
 
 def test_committed_manifest_lists_no_wheels():

@@ -10,10 +10,23 @@ writes
   (Edit > Preferences > Add-ons > Install...). One top folder ``stiff_rods/`` with ``__init__.py``,
   ``blender_manifest.toml``, ``addon/`` and ``solver/``. No wheels: numpy and scipy come from the
   Python that Blender runs (Debian's ``blender`` uses the system python3-numpy/python3-scipy).
-* ``dist/stiff_rods-<version>.zip``: Blender 4.2+ extension (Get Extensions > Install from Disk),
-  built by Blender's own ``blender_ext.py build`` with scipy wheels for every platform in
-  ``--platforms`` (Blender bundles numpy, not scipy). With ``--split-platforms`` one zip per
-  platform instead, ``stiff_rods-<version>-<platform>.zip``.
+* ``dist/stiff_rods-<version>-<platform>.zip``, one per platform: the Blender 4.2+ extension
+  (Get Extensions > Install from Disk), built by Blender's own ``blender_ext.py build
+  --split-platforms``, each with the scipy wheel of its platform (Blender bundles numpy, not
+  scipy) and a manifest naming only that platform. ``<platform>`` is written as Blender's CLI
+  writes it: linux_x64, linux_arm64, macos_x64, macos_arm64, windows_x64, windows_arm64.
+  ``--platforms linux-x64`` builds only the listed platforms (a quick local build);
+  ``--no-split-platforms`` puts all listed platforms into one ``stiff_rods-<version>.zip``.
+
+scipy per platform (cp311 wheels on PyPI; Blender 4.2-5.0 bundle Python 3.11 and numpy 1.26.x):
+
+  linux-x64, linux-arm64, macos-x64, macos-arm64, windows-x64   scipy 1.15.3 (numpy >=1.23.5,<2.5)
+  windows-arm64                                                 scipy 1.16.3 (numpy >=1.25.2,<2.6)
+
+All six Blender platforms have a wheel. scipy 1.15.3 has no win_arm64 wheel (the first cp311
+win_arm64 wheels are scipy 1.16.2); 1.16.3 is the newest release for it that accepts every
+numpy 1.26.x (1.17 needs numpy >=1.26.4). The macos-arm64 wheel is built for macOS 12.0 or
+newer: PyPI has no cp311 scipy wheel for arm64 macOS 11.
 
 The extension build needs Blender's extension CLI; it is taken from the ``bpy`` module on PyPI
 (``pip install bpy==5.0.1``, see requirements-dev.txt) or from ``--blender-ext PATH``. Without it
@@ -42,28 +55,24 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "blender_manifest.toml"
 PACKAGE = "stiff_rods"
 
-# scipy for the extension. Blender 4.2-5.0 bundle Python 3.11 and numpy 1.26.x (the bpy 5.0.1 wheel
-# requires numpy>=1.26,<2.0). scipy 1.15.3 is the newest release whose wheels accept numpy>=1.23.5
-# (1.16 needs >=1.25.2, 1.17 >=1.26.4), is built against numpy 2 (so it also runs with numpy 2.x,
-# <2.5) and has cp311 wheels for all platforms below.
-SCIPY_VERSION = "1.15.3"
-PYTHON_VERSION = "3.11"
+PYTHON_VERSION = "3.11"  # Blender 4.2-5.0
 
-# Blender platform -> pip --platform tag (pip also accepts older compatible tags of the same family).
-PLATFORMS = {
-    "linux-x64": "manylinux_2_17_x86_64",
-    "windows-x64": "win_amd64",
-    "macos-arm64": "macosx_12_0_arm64",
-    "macos-x64": "macosx_10_13_x86_64",
+# Blender platform -> (scipy version, pip --platform tag, glob of the wheel file's platform tag).
+# scipy 1.15.3 is the newest release whose wheels accept numpy>=1.23.5 (1.16 needs >=1.25.2, 1.17
+# >=1.26.4); it is built against numpy 2, so it also runs with numpy 2.x (<2.5). windows-arm64 has
+# no 1.15.3 wheel: 1.16.3 (numpy>=1.25.2,<2.6) is the newest there that runs with numpy 1.26.0.
+# pip also accepts older compatible tags of the same family; in the glob, the oldest macOS tag
+# sorts first.
+SCIPY_WHEELS = {
+    "linux-x64": ("1.15.3", "manylinux_2_17_x86_64", "manylinux*x86_64"),
+    "linux-arm64": ("1.15.3", "manylinux_2_17_aarch64", "manylinux*aarch64"),
+    "macos-x64": ("1.15.3", "macosx_10_13_x86_64", "macosx_*_x86_64"),
+    "macos-arm64": ("1.15.3", "macosx_12_0_arm64", "macosx_*_arm64"),
+    "windows-x64": ("1.15.3", "win_amd64", "win_amd64"),
+    "windows-arm64": ("1.16.3", "win_arm64", "win_arm64"),
 }
-# Matching wheel file names already in the wheel folder (the oldest macOS tag sorts first).
-WHEEL_PLATFORM_GLOB = {
-    "linux-x64": "manylinux*x86_64",
-    "windows-x64": "win_amd64",
-    "macos-arm64": "macosx_*_arm64",
-    "macos-x64": "macosx_*_x86_64",
-}
-DEFAULT_PLATFORMS = ("linux-x64", "windows-x64", "macos-arm64")
+PLATFORMS = tuple(SCIPY_WHEELS)
+DEFAULT_PLATFORMS = PLATFORMS
 
 # What the legacy zip holds (the extension build uses [build] paths_exclude_pattern of the manifest;
 # tests/test_install.py checks both zips hold the same add-on files).
@@ -164,8 +173,19 @@ def find_blender_ext(explicit: str | None = None) -> tuple[Path, Path] | None:
 
 
 def _wheel_glob(platform: str) -> str:
+    version, _, platform_glob = SCIPY_WHEELS[platform]
     py = "cp" + PYTHON_VERSION.replace(".", "")
-    return f"scipy-{SCIPY_VERSION}-{py}-{py}-{WHEEL_PLATFORM_GLOB[platform]}.whl"
+    return f"scipy-{version}-{py}-{py}-{platform_glob}.whl"
+
+
+def check_platforms(platforms) -> list[str]:
+    platforms = list(dict.fromkeys(platforms))
+    if not platforms:
+        raise BuildError(f"no platform given, known: {', '.join(PLATFORMS)}")
+    for platform in platforms:
+        if platform not in SCIPY_WHEELS:
+            raise BuildError(f"unknown platform {platform!r}, known: {', '.join(PLATFORMS)}")
+    return platforms
 
 
 def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[Path]:
@@ -173,22 +193,22 @@ def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[Pat
     wheel_dir = Path(wheel_dir)
     wheel_dir.mkdir(parents=True, exist_ok=True)
     wheels = []
-    for platform in platforms:
-        if platform not in PLATFORMS:
-            raise BuildError(f"unknown platform {platform!r}, known: {', '.join(PLATFORMS)}")
+    for platform in check_platforms(platforms):
+        version, pip_platform, _ = SCIPY_WHEELS[platform]
         found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
         if not found:
-            cmd = [sys.executable, "-m", "pip", "download", f"scipy=={SCIPY_VERSION}",
+            cmd = [sys.executable, "-m", "pip", "download", f"scipy=={version}",
                    "--only-binary=:all:", "--no-deps", "--python-version", PYTHON_VERSION,
-                   "--platform", PLATFORMS[platform], "-d", str(wheel_dir),
+                   "--platform", pip_platform, "-d", str(wheel_dir),
                    "--disable-pip-version-check", "-q"]
             log("$ " + " ".join(cmd))
             done = subprocess.run(cmd, timeout=600)
             if done.returncode != 0:
-                raise BuildError(f"pip download of scipy {SCIPY_VERSION} for {platform} failed")
+                raise BuildError(f"pip download of scipy {version} for {platform} failed")
             found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
         if not found:
-            raise BuildError(f"no scipy {SCIPY_VERSION} wheel for {platform} in {wheel_dir}")
+            raise BuildError(f"no scipy {version} wheel for {platform} in {wheel_dir}")
+        log(f"{platform}: {found[0]}")
         wheels.append(Path(found[0]))
     return wheels
 
@@ -215,6 +235,13 @@ def stage_source(root: Path, stage: Path, wheels: list[Path], platforms: list[st
                 or (top and n in STAGE_SKIP_TOP)}
 
     shutil.copytree(root, stage, ignore=ignore)
+    stage_wheels(root, stage, wheels, platforms)
+    return stage
+
+
+def stage_wheels(root: Path, stage: Path, wheels: list[Path], platforms: list[str]) -> None:
+    """Put exactly ``wheels`` into ``stage/wheels/`` and write the manifest that lists them."""
+    shutil.rmtree(stage / "wheels", ignore_errors=True)
     (stage / "wheels").mkdir()
     for wheel in wheels:
         shutil.copy2(wheel, stage / "wheels" / wheel.name)
@@ -225,13 +252,18 @@ def stage_source(root: Path, stage: Path, wheels: list[Path], platforms: list[st
     parsed = tomllib.loads(new_text)
     assert parsed["wheels"] == [f"./wheels/{w.name}" for w in wheels], parsed.get("wheels")
     (stage / MANIFEST).write_text(new_text, encoding="utf-8")
-    return stage
 
 
 def build_extension_zip(out_dir: Path | str, *, platforms=DEFAULT_PLATFORMS,
-                        split_platforms: bool = False, wheel_dir: Path | str | None = None,
+                        split_platforms: bool = True, wheel_dir: Path | str | None = None,
                         blender_ext: str | None = None, root: Path = ROOT) -> list[Path]:
-    """Build the extension with Blender's CLI. Returns the zip(s); raises BuildError on failure."""
+    """Build the extension with Blender's CLI. Returns the zip(s); raises BuildError on failure.
+
+    With ``split_platforms`` the CLI runs once per platform, on a manifest that lists only that
+    platform and its wheel, with ``--split-platforms`` (which names the zip after the platform):
+    so the zip's manifest names that platform alone, in its top-level ``platforms``/``wheels``
+    as well as in the ``[build.generated]`` table the CLI appends.
+    """
     cli = find_blender_ext(blender_ext)
     if cli is None:
         raise BuildError("Blender's extension CLI (blender_ext.py) not found: install the bpy module "
@@ -239,29 +271,33 @@ def build_extension_zip(out_dir: Path | str, *, platforms=DEFAULT_PLATFORMS,
     cli_path, tags = cli
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    platforms = list(platforms)
+    platforms = check_platforms(platforms)
     wheels = fetch_wheels(platforms, wheel_dir or root / "wheels")
     version = package_version(root)
-    with tempfile.TemporaryDirectory(prefix="stiff_rods_build_") as tmp:
-        stage = stage_source(root, Path(tmp) / PACKAGE, wheels, platforms)
-        cmd = [sys.executable, str(cli_path), "build", "--source-dir", str(stage),
-               "--output-dir", str(out_dir), "--valid-tags", str(tags) if tags else ""]
-        if split_platforms:
-            cmd.append("--split-platforms")
-        log("$ " + " ".join(cmd))
-        done = subprocess.run(cmd, timeout=900, capture_output=True, text=True)
-        sys.stdout.write(done.stdout)
-        sys.stderr.write(done.stderr)
-        if done.returncode != 0:
-            raise BuildError(f"blender_ext.py build failed (exit {done.returncode})")
     if split_platforms:
-        outs = [out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip" for p in platforms]
+        builds = [([wheel], [p], out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip")
+                  for wheel, p in zip(wheels, platforms)]
     else:
-        outs = [out_dir / f"{PACKAGE}-{version}.zip"]
-    for out in outs:
-        if not out.is_file():
-            raise BuildError(f"expected {out} after the build")
-        log(f"extension: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        builds = [(wheels, platforms, out_dir / f"{PACKAGE}-{version}.zip")]
+    outs = []
+    with tempfile.TemporaryDirectory(prefix="stiff_rods_build_") as tmp:
+        stage = stage_source(root, Path(tmp) / PACKAGE, [], platforms)
+        for build_wheels, build_platforms, out in builds:
+            stage_wheels(root, stage, build_wheels, build_platforms)
+            cmd = [sys.executable, str(cli_path), "build", "--source-dir", str(stage),
+                   "--output-dir", str(out_dir), "--valid-tags", str(tags) if tags else ""]
+            if split_platforms:
+                cmd.append("--split-platforms")
+            log("$ " + " ".join(cmd))
+            done = subprocess.run(cmd, timeout=900, capture_output=True, text=True)
+            sys.stdout.write(done.stdout)
+            sys.stderr.write(done.stderr)
+            if done.returncode != 0:
+                raise BuildError(f"blender_ext.py build failed (exit {done.returncode})")
+            if not out.is_file():
+                raise BuildError(f"expected {out} after the build")
+            log(f"extension: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+            outs.append(out)
     return outs
 
 
@@ -277,14 +313,15 @@ def validate(path: Path | str, blender_ext: str | None = None) -> subprocess.Com
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(ROOT / "dist"), help="output folder (default: dist/)")
     parser.add_argument("--platforms", default=",".join(DEFAULT_PLATFORMS),
-                        help=f"comma-separated Blender platforms for the scipy wheels "
-                             f"(default: %(default)s; known: {', '.join(PLATFORMS)})")
-    parser.add_argument("--split-platforms", action="store_true",
-                        help="one extension zip per platform instead of one for all")
+                        help="comma-separated Blender platforms to build (default: all, "
+                             + ", ".join(DEFAULT_PLATFORMS) + ")")
+    parser.add_argument("--split-platforms", action=argparse.BooleanOptionalAction, default=True,
+                        help="one extension zip per platform (default); --no-split-platforms: "
+                             "one zip for all listed platforms")
     parser.add_argument("--wheel-dir", default=str(ROOT / "wheels"),
                         help="where scipy wheels are downloaded and reused (default: wheels/)")
     parser.add_argument("--blender-ext", default=None,
@@ -293,6 +330,11 @@ def main(argv=None) -> int:
                         help="fail if the extension cannot be built (e.g. bpy not installed)")
     parser.add_argument("--legacy-only", action="store_true", help="only build the legacy zip")
     args = parser.parse_args(argv)
+    platforms = [p.strip() for p in args.platforms.split(",") if p.strip()]
+    try:
+        check_platforms(platforms)
+    except BuildError as ex:
+        parser.error(f"--platforms: {ex}")
 
     try:
         build_legacy_zip(args.out)
@@ -301,7 +343,6 @@ def main(argv=None) -> int:
         return 1
     if args.legacy_only:
         return 0
-    platforms = [p.strip() for p in args.platforms.split(",") if p.strip()]
     if find_blender_ext(args.blender_ext) is None:
         log("SKIPPED the Blender 4.2+ extension: Blender's extension CLI was not found (the bpy "
             f"module is not installed for {sys.executable}; python3 -m pip install -r "
