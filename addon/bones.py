@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solver import quaternion as quat
+from ..solver.core import quaternion as quat
 
 ADDED_BONES = "stiff_rods_added_bones"
 ENVELOPE_DISTANCE = 0.001     # m, Sapling's

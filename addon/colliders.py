@@ -1,4 +1,4 @@
-"""The scene's Collision objects as solver colliders (solver/colliders.py).
+"""The scene's Collision objects as solver colliders (solver/contact/colliders.py).
 
 A mesh object with a Collision modifier (Physics > Collision) is a collider:
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver import quaternion as quat
-from ..solver.colliders import Box, Mesh
+from ..solver.core import quaternion as quat
+from ..solver.contact.colliders import Box, Mesh
 from .frames import FramePoses, rigid
 
 FLAT_TOLERANCE = 1e-4        # relative to the mesh's size

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver import quaternion as quat
+from ..solver.core import quaternion as quat
 
 
 def rotation(matrix) -> np.ndarray:

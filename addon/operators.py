@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
-from ..solver import quaternion as quat
+from ..solver.core import quaternion as quat
 from . import bones, keyframes, point_cache, reader, wind
 from .session import SESSIONS, Session
 

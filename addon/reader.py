@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from ..solver.resample import bezier_polyline, resample_polyline
+from ..solver.build.resample import bezier_polyline, resample_polyline
 
 BONE_NAME = re.compile(r"^bone(\d+)\.(\d+)$")
 

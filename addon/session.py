@@ -9,14 +9,15 @@ import time
 import bpy
 import numpy as np
 
-from ..solver import Simulator, quaternion as quat
-from ..solver.binding import bind_points, carried_points, nearest_segments
-from ..solver.leaves import leaf_frames
-from ..solver.collision import Contacts
-from ..solver.fracture import Fracture
-from ..solver.prestress import gravity_prestress
-from ..solver.rod_set import RodSet
-from ..solver.tree_builder import attach_leaves, tree_from_branches
+from ..solver import Simulator
+from ..solver.core import quaternion as quat
+from ..solver.build.binding import bind_points, carried_points, nearest_segments
+from ..solver.build.leaves import leaf_frames
+from ..solver.contact import Contacts
+from ..solver.core.fracture import Fracture
+from ..solver.build.prestress import gravity_prestress
+from ..solver.models.rod_set import RodSet
+from ..solver.build.tree_builder import attach_leaves, tree_from_branches
 from . import reader
 from .bones import BoneRotations
 from .colliders import SceneCollider, collision_objects

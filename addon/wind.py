@@ -2,7 +2,7 @@
 
 Mapping (documented in the README):
 
-* **Wind field** → :class:`solver.wind.WindField`: mean speed [m/s] = Strength × *Field Speed*
+* **Wind field** → :class:`solver.air.wind.WindField`: mean speed [m/s] = Strength × *Field Speed*
   (scene setting, m/s per unit of strength, default 1), direction = the field object's +Z axis,
   origin = its location; shape Plane → falloff measured along +Z from the field's plane, shape Point
   with falloff Sphere/Cone → spherical, Tube → cylindrical; Falloff Power, Min/Max Distance as set;
@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ..solver import wind as solver_wind
-from ..solver.drag import AerodynamicDrag
+from ..solver.air import wind as solver_wind
+from ..solver.air.drag import AerodynamicDrag
 
 GUST_PER_NOISE = 0.1          # gust intensity (std/mean) per unit of a Wind field's Noise
 

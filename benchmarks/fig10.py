@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from plotting import pyplot, save  # noqa: E402
 from convergence import DT, DENSITY, E_MOD, G, LENGTH, RADIUS, bring_to_rest, restore_and_predict, snapshot  # noqa: E402
-from solver import quaternion as quat  # noqa: E402
-from solver.paobcr import PaOBCRRod  # noqa: E402
-from solver.pber import PBERRod  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
+from solver.models.paobcr import PaOBCRRod  # noqa: E402
+from solver.models.pber import PBERRod  # noqa: E402
 
 N_SEGMENTS = 50
 MARKS = (1, 10, 100, 1000, 10000, 100000)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from convergence import DENSITY, G, LENGTH, RADIUS, run_size  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
-from solver.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
+from solver.core.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
 
 
 def joint_compliance_deflection(n: int, euler_bernoulli: float) -> float:

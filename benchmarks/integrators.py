@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from plotting import pyplot, save  # noqa: E402
-from solver.dlo import DLORod  # noqa: E402
-from solver.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det  # noqa: E402
-from solver.rod_models import StiffRod  # noqa: E402
-from solver.timestep import NonFiniteStateError  # noqa: E402
+from solver.models.dlo import DLORod  # noqa: E402
+from solver.models.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det  # noqa: E402
+from solver.models.rod_models import StiffRod  # noqa: E402
+from solver.core.timestep import NonFiniteStateError  # noqa: E402
 
 LENGTH, EDGES, RADIUS, E_MOD, DENSITY, DAMPING, G = 0.5, 10, 0.01, 5e3, 1000.0, 0.5, 9.81
 SPRING_DAMPING = 2e-3   # s: dashpots c = β k on the springs (a thread dissipates; without them explicit Euler has no stable Δt)

@@ -3,7 +3,7 @@
 The rod is clamped at both ends. The left clamp moves toward the right one while it turns ``--turns``
 full times about the rod axis; then both are held. Twist turns into writhe (Lk = Tw + Wr): the rod
 coils into plectonemes, whose strands press on each other, so segment–segment contacts (solver/
-collision.py) must keep them apart.
+contact/) must keep them apart.
 
 Keys: ``writhe`` (Gauss double integral over the centreline polyline, exact per segment pair),
 ``min_surface_gap_m`` (smallest surface distance between the capsules of segments more than
@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Simulator, rod_from_polyline  # noqa: E402
-from solver import quaternion as quat  # noqa: E402
-from solver.collision import Contacts  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
+from solver.contact import Contacts  # noqa: E402
 
 
 def writhe(points: np.ndarray) -> float:

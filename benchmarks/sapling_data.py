@@ -9,7 +9,7 @@ add-on's own reader (world space, radius = point radius × bevel depth × scale,
 hierarchy). Keys of the returned dict:
 
 * ``branches``: list of ``(points (K, 3) [m], radii (K,) [m])``, one per spline (Sapling: one
-  segment per bone span), ready for :func:`solver.tree_builder.tree_from_branches`;
+  segment per bone span), ready for :func:`solver.build.tree_builder.tree_from_branches`;
 * ``parents``: list of ``(parent branch, parent span)`` or ``None`` per branch (``None``: let
   :func:`find_parent_spans` decide, as the add-on does for branches without bones);
 * leaves, one row per leaf polygon of Sapling's ``leaves`` mesh: ``leaf_center`` (L, 3) [m],
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _blender  # noqa: E402
-from solver.leaves import leaf_frames  # noqa: E402
+from solver.build.leaves import leaf_frames  # noqa: E402
 CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
 PRESETS = ("quaking_aspen", "small_pine", "white_birch", "weeping_willow")
 

@@ -8,8 +8,8 @@ first numeric iteration), then the median time of several further ``iterate("kkt
 OMP_NUM_THREADS=1: single-threaded), so other processes on a shared machine do not count. The
 linear-time claim is checked by the least-squares slope of log(ms) against log(segments).
 
-Chains are solved by the banded joint-space Cholesky (solver/kkt_chain.py), trees by tree contraction
-(solver/kkt_tree.py), as the Simulator chooses. Memory: each scene is built and stepped once in a
+Chains are solved by the banded joint-space Cholesky (solver/core/kkt_chain.py), trees by tree contraction
+(solver/core/kkt_tree.py), as the Simulator chooses. Memory: each scene is built and stepped once in a
 fresh process at 10 000 and 100 000 segments; ``memory_bytes_per_segment`` is the growth of the peak
 resident set between the two, divided by the 90 000 extra segments (interpreter and imports cancel).
 
@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Simulator  # noqa: E402
-from solver.scenes import chain, random_tree  # noqa: E402
+from solver.build.scenes import chain, random_tree  # noqa: E402
 
 TARGET_SLOPE = 1.15
 SCENES = {"chain": lambda n: chain(n), "tree": lambda n: random_tree(n, seed=0)}

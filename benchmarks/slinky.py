@@ -9,7 +9,7 @@ comparison: ``start="push"`` (the default of sessions 6–11: a rigid turn about
 ``release_speed`` 1 m/s; ``trail_coils``/``lead_coils`` put closed stacks at either end) and ``"stack"``
 (at rest mid-step). Contacts against the steps (Box colliders), a
 floor (Plane) and coil–coil (one row per contact point, ``self_contacts="points"``) are solved with the
-joints in one sparse direct solve per iteration (``response="direct"``, solver/contact_kkt.py), Coulomb
+joints in one sparse direct solve per iteration (``response="direct"``, solver/contact/contact_kkt.py), Coulomb
 friction as two tangential rows per contact in that solve (sticking / sliding on the box μ λ_n by the
 active set). Permanent neighbour-coil rows (``neighbour_rows``): segment i and segments
 i + 9 … i + 11 (the next coil) are ``Contacts(self_pairs=...)`` candidates in every step, whatever
@@ -637,7 +637,7 @@ no divergence, max_penetration_m 1.49e-4 (0.21 r, first > 0.1 r at 0.08 s), ms_p
 unconverged 1.7 %, stairs_descended 0, end_flips 0, com_drop_m 0.043 (0.042 at 0.4 s): the arch holds
 but comes to rest instead of walking over. The 10 s walk was not run (~1.2 s per step: 20 min).
 
-What works (session 3): friction rows in the direct solve (solver/contact_kkt.py) hold a rod on a 20°
+What works (session 3): friction rows in the direct solve (solver/contact/contact_kkt.py) hold a rod on a 20°
 slope, let it slide on 60° within 1.3 % of ½ g (sin θ − μ cos θ) t², carry it on a conveyor
 (tests/test_collision.py). The resting stack and the pushed start hold: ``--seconds 2 --start push``
 (then the default): no divergence, max_penetration_m 1.07e-5 (0.015 r), ms_per_step 1074, but a 1 rad/s rigid
@@ -706,9 +706,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import RodModel, Simulator  # noqa: E402
-from solver import quaternion as quat  # noqa: E402
-from solver.collision import Contacts  # noqa: E402
-from solver.colliders import Box, Plane  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
+from solver.contact import Contacts  # noqa: E402
+from solver.contact.colliders import Box, Plane  # noqa: E402
 
 
 def helix_along(axis_point, tangent, normal, coils: int, per_coil: int, coil_radius: float) -> np.ndarray:

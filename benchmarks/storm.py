@@ -1,12 +1,12 @@
 """Deul §5's storm on the Sapling white birch: calm → 30 m/s → calm at Δt = 40 ms with 3 iterations.
 
 The birch (5878 branch segments; with its 18918 leaves as plate segments when
-``solver.tree_builder.attach_leaves`` exists) with the paper's materials (wood E 12.5 GPa, G 6.5 GPa;
+``solver.build.tree_builder.attach_leaves`` exists) with the paper's materials (wood E 12.5 GPa, G 6.5 GPa;
 leaves 1.2 / 0.6 GPa; 1000 kg/m³) stands in a power-law wind (30 m/s at 10 m at the peak) with gusts
 (20 %) and coherent turbulence (15 %, 4 m), rising over ``--rise`` s, holding, falling, then calm for
 ``--calm`` s. Damping is only the aerodynamic drag (and the integrator's own). The tree is pre-stressed
-(solver/prestress.py, as the add-on does), so it stands as modelled before the wind; leaves reconfigure
-above 10 m/s (solver/drag.py, Vogel exponent −0.7).
+(solver/build/prestress.py, as the add-on does), so it stands as modelled before the wind; leaves reconfigure
+above 10 m/s (solver/air/drag.py, Vogel exponent −0.7).
 
 Reported: ``no_nan`` (no NonFiniteStateError), ``max_speed_mps`` (largest segment speed seen),
 ``max_bend_deg`` (largest joint rotation away from its rest pose, branch joints and leaf joints
@@ -16,7 +16,7 @@ snap), ``ke_ratio_after_10s`` (kinetic energy 10 s after the wind has stopped / 
 < 0.01), ``ms_per_step`` (median), and what the joints bent past 90° carry (``over_90deg_radius_mm_median``,
 ``over_90deg_leaves_carried_median``). ``target_met``: no NaN, finite bends, the energy target.
 
-Fracture (solver/fracture.py, ``--rupture-strain``, default 2 %: green wood fails at 1–2 %): a branch joint
+Fracture (solver/core/fracture.py, ``--rupture-strain``, default 2 %: green wood fails at 1–2 %): a branch joint
 whose elastic bending strain r·|κ| passes it breaks and what hung on it falls away; bends and kinetic energy
 are then measured on the tree still attached to its root. ``max_elastic_bending_strain`` is that strain's
 maximum over the intact branch joints.
@@ -45,12 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import sapling_tree  # noqa: E402
-from solver import NonFiniteStateError, Simulator, quaternion as quat  # noqa: E402
-from solver.drag import AerodynamicDrag  # noqa: E402
-from solver.materials import material  # noqa: E402
-from solver.prestress import beyond_joints, gravity_prestress  # noqa: E402
-from solver.fracture import RUPTURE_STRAIN, Fracture, attached  # noqa: E402
-from solver.wind import WindField, storm  # noqa: E402
+from solver import NonFiniteStateError, Simulator  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
+from solver.air.drag import AerodynamicDrag  # noqa: E402
+from solver.build.materials import material  # noqa: E402
+from solver.build.prestress import beyond_joints, gravity_prestress  # noqa: E402
+from solver.core.fracture import RUPTURE_STRAIN, Fracture, attached  # noqa: E402
+from solver.air.wind import WindField, storm  # noqa: E402
 
 
 def joint_bend(sim: Simulator) -> np.ndarray:
@@ -72,7 +73,7 @@ def main() -> None:
     ap.add_argument("--hold", type=float, default=4.0, help="s at the peak")
     ap.add_argument("--calm", type=float, default=10.0, help="s of calm after the storm")
     ap.add_argument("--rupture-strain", type=float, default=RUPTURE_STRAIN,
-                    help="branch joints break past this bending strain (solver/fracture.py); 0: no fracture")
+                    help="branch joints break past this bending strain (solver/core/fracture.py); 0: no fracture")
     args = ap.parse_args()
 
     model, _, leaves, _ = sapling_tree("white_birch", material("wood"), None if args.no_leaves else material("leaf"))

@@ -2,7 +2,7 @@
 
 The tree is the Sapling white birch (``benchmarks/sapling_data.py``) with every leaf its own segment
 (``attach_leaves``: thin plates, E = 1.2 GPa, G = 0.6 GPa; wood 12.5 / 6.5 GPa, ρ = 1000 kg/m³), in an
-increasing, turbulent wind (``solver.wind.storm`` ramp, aerodynamic drag on branches and leaves) under
+increasing, turbulent wind (``solver.air.wind.storm`` ramp, aerodynamic drag on branches and leaves) under
 gravity, Δt = 40 ms as in the paper's tree scenes.
 
 * KKT/GS: one run per threshold η ∈ {1e-2, 1e-6, 1e-9} (``Simulator(tolerance=η)``, at most
@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sapling_data import load  # noqa: E402
 from solver import Simulator  # noqa: E402
-from solver.drag import AerodynamicDrag  # noqa: E402
-from solver.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
-from solver.wind import WindField, storm  # noqa: E402
+from solver.air.drag import AerodynamicDrag  # noqa: E402
+from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
+from solver.air.wind import WindField, storm  # noqa: E402
 
 THRESHOLDS = (1e-2, 1e-6, 1e-9)
 DT = 0.04

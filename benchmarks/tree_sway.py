@@ -1,10 +1,10 @@
 """Pluck test on real Sapling trees: first sway frequency and damping ratio in still air.
 
 Each tree (benchmarks/sapling_data.py; trunk + branches, with its leaves as plate segments when
-``solver.tree_builder.attach_leaves`` exists and ``--leaves`` names the tree) is built with a wood preset
-(solver/materials.py), pulled sideways at 2/3 of its height by a horizontal force under gravity, brought to
+``solver.build.tree_builder.attach_leaves`` exists and ``--leaves`` names the tree) is built with a wood preset
+(solver/build/materials.py), pulled sideways at 2/3 of its height by a horizontal force under gravity, brought to
 rest there (kinetic damping), released, and left to sway in still air with aerodynamic drag
-(solver/drag.py, wind speed 0: drag on the relative velocity is the only physical damping). The pull
+(solver/air/drag.py, wind speed 0: drag on the relative velocity is the only physical damping). The pull
 point's displacement along the pull is fitted with a damped cosine c + A e^(−ζωt) cos(ω√(1−ζ²) t + φ)
 over the first cycles: ``f1_hz`` = ω/2π, ``zeta`` = ζ.
 
@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import kinetic_damping, sapling_tree  # noqa: E402
 from solver import Simulator  # noqa: E402
-from solver.drag import AerodynamicDrag  # noqa: E402
-from solver.materials import material  # noqa: E402
-from solver.wind import WindField  # noqa: E402
+from solver.air.drag import AerodynamicDrag  # noqa: E402
+from solver.build.materials import material  # noqa: E402
+from solver.air.wind import WindField  # noqa: E402
 
 BREAST_HEIGHT = 1.3                     # m
 MATERIAL_OF = {"quaking_aspen": "wood", "small_pine": "pine", "white_birch": "birch", "weeping_willow": "willow"}

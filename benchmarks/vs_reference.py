@@ -16,7 +16,7 @@ Scenes: ``cantilever`` (Deul §5: L = 10 m, r = 0.5 m, E = 1 GPa, 50 segments, s
 weight), ``chain_N`` (a clamped horizontal rod, 4 m, r = 2 cm, E = 10 GPa, N = 100…1600 segments),
 Sapling trees from benchmarks/sapling_data.py turned z-up → y-up (wood: E = 12.5 GPa, G = 6.5 GPa,
 1000 kg/m³; trunk base pinned only) and ``white_birch_leaves`` with every leaf a segment
-(solver.tree_builder.attach_leaves; for the reference, whose joints are circular, the leaf stems get
+(solver.build.tree_builder.attach_leaves; for the reference, whose joints are circular, the leaf stems get
 the circular section of the blade's weak-axis second moment and the untwisted blade's G, in both).
 
 Both simulate 2 s from rest, one step each in turn, the order alternating; every step is timed
@@ -24,7 +24,7 @@ Both simulate 2 s from rest, one step each in turn, the order alternating; every
 the steps after warm-up of ours / theirs for the same step. ms per iteration = ms per step /
 iterations (prediction and velocity update included, for both). Ours is timed as shipped (default
 bend/twist strain, the rotation from rest: isotropic at branch junctions, see
-solver/joint_constraint.py); an untimed twin with Eq. 23's literal strain, the reference's, checks
+solver/core/joint_constraint.py); an untimed twin with Eq. 23's literal strain, the reference's, checks
 that both solve the same problem: at 2 s the tips (rods) or branch ends (trees) are compared,
 ``difference_rel`` = max |twin − reference| / max |ours − rest| (rods: the two strains coincide), and
 ``difference_rel_default_strain`` the same for the shipped strain (how much the isotropic junctions
@@ -51,11 +51,12 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from solver import Simulator, quaternion as quat  # noqa: E402
-from solver.joint_constraint import JointEvaluator  # noqa: E402
-from solver.model import cross_section_moments  # noqa: E402
-from solver.scenes import cantilever  # noqa: E402
-from solver.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
+from solver import Simulator  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
+from solver.core.joint_constraint import JointEvaluator  # noqa: E402
+from solver.core.model import cross_section_moments  # noqa: E402
+from solver.build.scenes import cantilever  # noqa: E402
+from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
 
 GRAVITY = (0.0, -9.81, 0.0)
 WOOD = dict(youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0)

@@ -30,7 +30,8 @@ from scipy.signal import hilbert
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solver import RodModel, Simulator, quaternion as quat  # noqa: E402
+from solver import RodModel, Simulator  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 
 SCENE = Path(__file__).resolve().parents[2] / "shared" / "scenes" / "Wilberforce_scene.json"
 # the scene's segment frame has its length along local y; ours along local z: q_ours = q_scene ⊗ Rx(−90°)

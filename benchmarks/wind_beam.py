@@ -2,7 +2,7 @@
 
 A horizontal beam along +x (L = 2 m, r = 1 cm, E = 10 GPa, 50 segments, clamped at x = 0, no gravity) in a
 uniform wind of 5 m/s along +y. The cross-flow drag per unit length of a segment at rest is
-w = ½ ρ_air C_d (2r) u² (solver/drag.py), so Euler–Bernoulli gives the tip deflection w L⁴ / (8 E I).
+w = ½ ρ_air C_d (2r) u² (solver/air/drag.py), so Euler–Bernoulli gives the tip deflection w L⁴ / (8 E I).
 The deflection is small (δ/L ≈ 0.4 %, tip slope ≈ 0.006 rad) so the flow stays normal to the beam.
 
 Two solves: kinetic damping (velocities cleared after every step: the drag then sees the full wind, as
@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import kinetic_damping  # noqa: E402
 from solver import Simulator  # noqa: E402
-from solver.drag import AerodynamicDrag, CD_BRANCH, RHO_AIR  # noqa: E402
-from solver.model import cross_section_moments  # noqa: E402
-from solver.scenes import cantilever  # noqa: E402
-from solver.wind import WindField  # noqa: E402
+from solver.air.drag import AerodynamicDrag, CD_BRANCH, RHO_AIR  # noqa: E402
+from solver.core.model import cross_section_moments  # noqa: E402
+from solver.build.scenes import cantilever  # noqa: E402
+from solver.air.wind import WindField  # noqa: E402
 
 LENGTH, RADIUS, YOUNGS, DENSITY, WIND = 2.0, 0.01, 10e9, 800.0, 5.0
 

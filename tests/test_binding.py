@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from solver import quaternion as quat
-from solver.binding import bind_points, carried_points, nearest_segments
-from solver.model import rod_from_polyline
+from solver.core import quaternion as quat
+from solver.build.binding import bind_points, carried_points, nearest_segments
+from solver.core.model import rod_from_polyline
 
 
 def _rod():

@@ -1,13 +1,13 @@
-"""Contacts with Coulomb friction (solver/collision.py), colliders (solver/colliders.py), SDF grids (solver/sdf.py)."""
+"""Contacts with Coulomb friction, colliders and SDF grids (solver/contact/)."""
 import numpy as np
 import pytest
 
 from solver import RodModel, Simulator, rod_from_polyline
-from solver import quaternion as quat
-from solver.collision import EDGE, FIXED, Contacts
-from solver.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
-from solver.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
-from solver.sdf import mesh_signed_distance_grid
+from solver.core import quaternion as quat
+from solver.contact.contacts import EDGE, FIXED, Contacts
+from solver.contact.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
+from solver.contact.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
+from solver.contact.sdf import mesh_signed_distance_grid
 
 G = 9.81
 

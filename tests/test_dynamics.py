@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from solver import RodModel, Simulator, rod_from_polyline, quaternion as quat
-from solver.scenes import cantilever, cantilever_tip_deflection
+from solver import RodModel, Simulator, rod_from_polyline
+from solver.core import quaternion as quat
+from solver.build.scenes import cantilever, cantilever_tip_deflection
 
 
 def static_solve(sim, dt=1 / 30, max_steps=3000):

@@ -3,8 +3,9 @@ not the static equilibrium, adds no energy, and is renewed when it stops converg
 import numpy as np
 import pytest
 
-from solver import Simulator, quaternion as quat, timestep
-from solver.scenes import cantilever, random_tree
+from solver import Simulator
+from solver.core import quaternion as quat, timestep
+from solver.build.scenes import cantilever, random_tree
 
 
 def counting(sim):

@@ -7,11 +7,12 @@ quaternion products against direct formulas; the chunked pivot inversion against
 import numpy as np
 import pytest
 
-from solver import RodModel, Simulator, TreeKKT, quaternion as quat
-from solver.definite_blocks import CHUNK, inv_definite
-from solver.joint_constraint import JointEvaluator, evaluate
-from solver.kkt_chain import ChainKKT, chain_order
-from solver.scenes import chain, random_tree
+from solver import RodModel, Simulator, TreeKKT
+from solver.core import quaternion as quat
+from solver.core.definite_blocks import CHUNK, inv_definite
+from solver.core.joint_constraint import JointEvaluator, evaluate
+from solver.core.kkt_chain import ChainKKT, chain_order
+from solver.build.scenes import chain, random_tree
 from test_kkt_tree import assemble, pinned_both_ends
 
 

@@ -1,12 +1,12 @@
-"""Fracture (solver/fracture.py) and Simulator.remove_joints: a joint breaks where the bending strain passes
+"""Fracture (solver/core/fracture.py) and Simulator.remove_joints: a joint breaks where the bending strain passes
 the rupture strain, and what hung on it falls freely."""
 import numpy as np
 import pytest
 
 from solver import Simulator
-from solver.fracture import Fracture, attached
-from solver.model import rod_from_polyline
-from solver.prestress import gravity_prestress
+from solver.core.fracture import Fracture, attached
+from solver.core.model import rod_from_polyline
+from solver.build.prestress import gravity_prestress
 
 G = np.array([0.0, 0.0, -9.81])
 

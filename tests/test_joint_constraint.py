@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from solver import RodModel, quaternion as quat
-from solver.joint_constraint import evaluate, compliance
+from solver import RodModel
+from solver.core import quaternion as quat
+from solver.core.joint_constraint import evaluate, compliance
 
 
 def random_model(rng, m=7):

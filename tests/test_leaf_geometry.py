@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from solver.leaves import leaf_frames
+from solver.build.leaves import leaf_frames
 
 
 def _rect(stem, axis, across, length, width):

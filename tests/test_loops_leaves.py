@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from solver import RodModel, Simulator, cross_section_moments, rod_from_polyline, quaternion as quat
-from solver.loop_closing import LoopClosingConstraints
-from solver.tree_builder import attach_leaves, tree_from_branches
+from solver import RodModel, Simulator, cross_section_moments, rod_from_polyline
+from solver.core import quaternion as quat
+from solver.core.loop_closing import LoopClosingConstraints
+from solver.build.tree_builder import attach_leaves, tree_from_branches
 from test_dynamics import static_solve
 
 X_AXIS = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
@@ -334,7 +335,7 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     tan θ = m g (l/2) l_j / (E π r⁴/4), the same small-angle cantilever law with the stalk's I."""
     import numpy as np
     from solver import Simulator
-    from solver.tree_builder import attach_leaves, tree_from_branches
+    from solver.build.tree_builder import attach_leaves, tree_from_branches
     branch = [(np.array([[0.0, 0, 0], [0, 0, 1.0]]), np.array([0.05, 0.05]))]
     model, bmap = tree_from_branches(branch, youngs_modulus=1e12, density=1000.0)
     length, width, thick, r, e = 0.17, 0.085, 2e-4, 1e-3, 1.2e9

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from solver.resample import bezier_polyline, resample_polyline
+from solver.build.resample import bezier_polyline, resample_polyline
 
 
 def test_bezier_with_aligned_handles_is_the_straight_line_and_hits_control_points():

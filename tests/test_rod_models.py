@@ -3,12 +3,12 @@ PBER's Darboux gradient and ghost gravity, the integrators' order and symplectic
 import numpy as np
 import pytest
 
-from solver import quaternion as quat
-from solver.curve_measures import writhe
-from solver.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det
-from solver.paobcr import PaOBCRRod
-from solver.pber import PBERRod, darboux, darboux_with_gradient, material_frame
-from solver.rod_models import ROD_MODELS, make_rod
+from solver.core import quaternion as quat
+from solver.build.curve_measures import writhe
+from solver.models.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det
+from solver.models.paobcr import PaOBCRRod
+from solver.models.pber import PBERRod, darboux, darboux_with_gradient, material_frame
+from solver.models.rod_models import ROD_MODELS, make_rod
 
 
 def _line(k, length=1.0):

@@ -1,11 +1,11 @@
-"""RodSet (solver/rod_set.py): the seeds' rod models behind the Simulator-like face the add-on uses."""
+"""RodSet (solver/models/rod_set.py): the seeds' rod models behind the Simulator-like face the add-on uses."""
 import numpy as np
 import pytest
 
-from solver import quaternion as quat
-from solver.rod_models import make_rod
-from solver.rod_set import RodSet
-from solver.tree_builder import tree_from_branches
+from solver.core import quaternion as quat
+from solver.models.rod_models import make_rod
+from solver.models.rod_set import RodSet
+from solver.build.tree_builder import tree_from_branches
 
 
 def ropes(k=11):
@@ -65,7 +65,7 @@ def test_explicit_model_is_substepped_within_its_stability_limit():
     model, bmap = tree_from_branches(branches, youngs_modulus=0.05e9, density=1100.0, parents=[None, None])
     fast = RodSet("dlo", model, branches, bmap.span_segment, youngs_modulus=0.05e9, torsion_modulus=0.05e9 / 2.6,
                   density=1100.0, dt=1 / 480, courant=4.0)
-    from solver.timestep import NonFiniteStateError
+    from solver.core.timestep import NonFiniteStateError
     with np.errstate(all="ignore"), pytest.raises(NonFiniteStateError):
         for _ in range(24):
             fast.step()

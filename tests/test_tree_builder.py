@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from solver import Simulator, cross_section_moments
-from solver.tree_builder import find_parent_spans, tree_from_branches
+from solver.build.tree_builder import find_parent_spans, tree_from_branches
 from test_dynamics import static_solve
 
 

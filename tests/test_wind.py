@@ -4,12 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from solver import RodModel, Simulator, quaternion as quat, rod_from_polyline
-from solver.drag import AerodynamicDrag, CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL, RHO_AIR
-from solver.materials import PRESETS, material
-from solver.model import cross_section_moments
-from solver.tree_builder import tree_from_branches
-from solver.wind import WindField, WindSum, storm
+from solver import RodModel, Simulator, rod_from_polyline
+from solver.core import quaternion as quat
+from solver.air.drag import AerodynamicDrag, CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL, RHO_AIR
+from solver.build.materials import PRESETS, material
+from solver.core.model import cross_section_moments
+from solver.build.tree_builder import tree_from_branches
+from solver.air.wind import WindField, WindSum, storm
 
 Z = np.array([0.0, 0.0, 1.0])
 

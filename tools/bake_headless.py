@@ -5,66 +5,265 @@ With Debian's Blender 3.4 (legacy add-on zip):
 With the bpy module (Blender 4.2+ extension zip):
     python3 tools/bake_headless.py --blend sample_blends/white_birch.blend --zip dist/stiff_rods-0.1.0.zip --frames 1 48 --out baked.blend
 
-Installs and enables the add-on from ``--zip`` when it is not enabled yet, selects the Sapling
-armature, bakes the frame range and saves ``--out``. Prints one JSON line with what it did.
+Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
+folder and imported from there; the extension zip is installed into a temporary Blender user profile
+(BLENDER_USER_* set before ``import bpy``; a Blender 4.2+ executable restarts itself once with them).
+Your own Blender profile is read, never written, and the temporary folder is removed at exit.
+``--install-to-profile`` installs the zip into your profile instead and saves your preferences with it
+enabled. Without ``--zip`` the add-on must already be enabled in your profile.
+
+Then selects the Sapling armature, saves the tree as ``--out`` (the leaves' point cache is written
+next to the .blend it belongs to, and relative paths are remapped to the new folder), bakes the frame
+range, saves ``--out`` again with no ``.blend1`` backup, and prints a short summary (``--json``: one
+JSON line instead). Blender's reports of these steps are held back; warnings and errors are printed.
 """
 import argparse
+import atexit
+import contextlib
+import io
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+import zipfile
 
-import bpy
+PACKAGE = "stiff_rods"
+# Set in a Blender that this script restarted with a temporary profile: that folder, removed at exit.
+PROFILE_ENV = "STIFF_RODS_BAKE_PROFILE"
+USER_DIRS = {"BLENDER_USER_RESOURCES": "resources", "BLENDER_USER_CONFIG": "config",
+             "BLENDER_USER_SCRIPTS": "scripts", "BLENDER_USER_DATAFILES": "datafiles",
+             "BLENDER_USER_EXTENSIONS": "extensions"}
+# Lines of Blender's own output about steps this script takes for the user (saving, installing).
+QUIET_PREFIXES = ("Info: ", "addon_utils.disable: ", "Modules Installed ", "STATUS ")
 
 
 def parse():
     argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="bake_headless.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blend", help="file to open (with the bpy module; blender -b takes it on its command line)")
-    ap.add_argument("--zip", help="add-on zip to install if Stiff Rods is not enabled")
-    ap.add_argument("--frames", nargs=2, type=int, default=None, metavar=("START", "END"))
-    ap.add_argument("--out", required=True, help="where to save the baked .blend")
+    ap.add_argument("--zip", help="Stiff Rods add-on zip (legacy for Blender 3.4-4.1, extension for 4.2+) "
+                                  "to enable for this run")
+    ap.add_argument("--install-to-profile", action="store_true",
+                    help="install --zip into your Blender user profile and save the preferences with it enabled")
+    ap.add_argument("--frames", nargs=2, type=int, default=None, metavar=("START", "END"),
+                    help="frame range to bake (default: the scene's)")
+    ap.add_argument("--out", required=True, help="where to save the baked .blend (not the input file)")
     ap.add_argument("--storm", action="store_true",
                     help="blow the add-on's storm preset (calm → 30 m/s → calm) over the baked frames")
-    return ap.parse_args(argv)
+    ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
+    args = ap.parse_args(argv)
+    if args.frames and args.frames[1] < args.frames[0]:
+        ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
+    if args.install_to_profile and not args.zip:
+        ap.error("--install-to-profile needs --zip")
+    if args.blend and not os.path.isfile(args.blend):
+        ap.error(f"--blend {args.blend}: no such file")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        ap.error(f"--out {args.out}: the folder {out_dir} does not exist")
+    args.kind = zip_kind(ap, args.zip) if args.zip else None
+    return args
 
 
-def enable(zip_path):
-    if hasattr(bpy.ops, "stiff_rods") and "bake" in dir(bpy.ops.stiff_rods):
+def zip_kind(ap, path):
+    """'legacy' (a stiff_rods/ folder) or 'extension' (blender_manifest.toml at the top)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+    except (OSError, zipfile.BadZipFile) as exc:
+        ap.error(f"--zip {path}: {exc}")
+    if f"{PACKAGE}/__init__.py" in names:
+        return "legacy"
+    if "blender_manifest.toml" in names:
+        return "extension"
+    ap.error(f"--zip {path}: not a Stiff Rods add-on zip (no {PACKAGE}/__init__.py, no blender_manifest.toml)")
+
+
+def temporary_profile():
+    """A new temporary Blender user profile, exported in BLENDER_USER_*; removed when Python exits.
+
+    atexit runs after Blender's own exit handling (the bpy module registers its handler when imported,
+    after this one; the executable finalises Python last), so the profile outlives the add-on."""
+    path = os.environ.get(PROFILE_ENV) or tempfile.mkdtemp(prefix="stiff_rods_bake_")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    os.environ[PROFILE_ENV] = path
+    for var, sub in USER_DIRS.items():
+        os.makedirs(os.path.join(path, sub), exist_ok=True)
+        os.environ[var] = os.path.join(path, sub)
+    return path
+
+
+@contextlib.contextmanager
+def quiet():
+    """Hold back what Blender prints through Python (operator reports, add-on install messages) and
+    pass on what matters: warnings, errors, anything not in QUIET_PREFIXES."""
+    buf = io.StringIO()
+    skip = QUIET_PREFIXES
+    try:
+        with contextlib.redirect_stdout(buf):
+            yield
+    except RuntimeError:                 # an operator's error report: the exception carries it
+        skip += ("Error: ",)
+        raise
+    finally:
+        for line in buf.getvalue().splitlines():
+            if line.strip() and not line.startswith(skip):
+                print(line)
+
+
+def addon_ready(bpy):
+    return hasattr(bpy.ops, PACKAGE) and "bake" in dir(getattr(bpy.ops, PACKAGE))
+
+
+def enable_legacy(bpy, zip_path, folder):
+    """Import the legacy add-on from ``zip_path`` unpacked into ``folder``; nothing is installed and the
+    preferences are not touched (default_set=False)."""
+    import addon_utils
+    addons = os.path.join(folder, "addons")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(addons)
+    mod = sys.modules.get(PACKAGE)
+    if mod is not None and getattr(mod, "__addon_enabled__", False):   # the one in the user's profile
+        addon_utils.disable(PACKAGE, default_set=False)
+    for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+    sys.path.insert(0, addons)
+    errors = []
+    if addon_utils.enable(PACKAGE, default_set=False, handle_error=errors.append) is None:
+        raise SystemExit(f"bake_headless: Stiff Rods from {zip_path} did not enable: "
+                         f"{errors[0] if errors else 'see above'}")
+
+
+def install(bpy, zip_path, kind):
+    """Install ``zip_path`` into the running profile and enable it; returns the folder it went to."""
+    path = os.path.abspath(zip_path)
+    if kind == "extension":
+        bpy.ops.extensions.package_install_files(filepath=path, repo="user_default", enable_on_install=True)
+        return next(r.directory for r in bpy.context.preferences.extensions.repos if r.module == "user_default")
+    import addon_utils
+    bpy.ops.preferences.addon_install(filepath=path, overwrite=True)
+    addon_utils.enable(PACKAGE, default_set=True)
+    return bpy.utils.user_resource("SCRIPTS", path="addons")
+
+
+def enable(bpy, args, profile):
+    """Make the Stiff Rods operators available; returns how, for the summary."""
+    if not args.zip:
+        if not addon_ready(bpy):
+            raise SystemExit("bake_headless: Stiff Rods is not enabled: pass --zip with the add-on zip")
+        return "enabled in your Blender profile"
+    if args.kind == "extension" and bpy.app.version < (4, 2, 0):
+        raise SystemExit(f"bake_headless: Blender {bpy.app.version_string} cannot install the extension zip "
+                         f"{args.zip}: pass the legacy zip ({PACKAGE}-<version>-legacy.zip)")
+    with quiet():
+        if args.install_to_profile:
+            folder = install(bpy, args.zip, args.kind)
+            bpy.ops.wm.save_userpref()
+            how = f"installed into {folder} and enabled in your preferences"
+        elif args.kind == "legacy":
+            enable_legacy(bpy, args.zip, profile)
+            how = f"{args.zip}, for this run only (your Blender profile is not changed)"
+        else:                                             # extension, in the temporary profile
+            install(bpy, args.zip, args.kind)
+            how = f"{args.zip}, in a temporary profile for this run only (yours is not changed)"
+    if not addon_ready(bpy):
+        raise SystemExit(f"bake_headless: Stiff Rods from {args.zip} did not register its operators")
+    return how
+
+
+def restart_with_temporary_profile(bpy):
+    """A Blender executable with the user's profile loaded: run this same command again in a temporary
+    profile, where the extension (and its scipy wheel) can be installed without touching the user's."""
+    temporary_profile()
+    shutil.rmtree(bpy.app.tempdir, ignore_errors=True)     # this Blender's session folder: it exits no more
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(bpy.app.binary_path, sys.argv)
+
+
+def needs_remap(bpy, source, out):
+    """Whether saving ``source`` as ``out`` must rewrite relative paths (textures, libraries) for the new
+    folder; Blender then prints a 'Total files' line, so the remap is asked for only then."""
+    if os.path.dirname(source) == os.path.dirname(out):
+        return False
+    return any(p.startswith("//") for p in bpy.utils.blend_paths(absolute=False))
+
+
+def load(bpy, args):
+    """Open the input (with the bpy module), check it and --out; returns the input's path and its armature."""
+    source = os.path.abspath(args.blend) if args.blend else bpy.data.filepath
+    if not source:
+        raise SystemExit("bake_headless: no .blend: give it on Blender's command line or with --blend")
+    out = os.path.abspath(args.out)
+    if os.path.exists(out) and os.path.samefile(source, out):
+        raise SystemExit(f"bake_headless: --out {args.out} is the input file: bake into another file")
+    if args.blend:
+        bpy.ops.wm.open_mainfile(filepath=source)
+    arm = next((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), None)
+    if arm is None:
+        raise SystemExit(f"bake_headless: no armature in {source}: open a Sapling tree made with 'Use Armature'")
+    return source, arm
+
+
+def bake(bpy, args, source, arm, how):
+    out = os.path.abspath(args.out)
+    bpy.context.view_layer.objects.active = arm
+    scene = bpy.context.scene
+    start, end = args.frames or (scene.frame_start, scene.frame_end)
+    filepaths = bpy.context.preferences.filepaths
+    save_version = filepaths.save_version
+    filepaths.save_version = 0                            # no .blend1 next to --out
+    try:
+        with quiet():
+            if args.storm:
+                scene.frame_start, scene.frame_end = start, end      # the preset spans the scene's range
+                bpy.ops.stiff_rods.storm_preset()
+            # saved first: the leaves' point cache (.pc2) is written next to the .blend it belongs to
+            # (reopening a copy of the input there instead takes 6-8 s on the birch, this save 0.2 s)
+            bpy.ops.wm.save_as_mainfile(filepath=out, relative_remap=needs_remap(bpy, source, out))
+            t0 = time.perf_counter()
+            result = bpy.ops.stiff_rods.bake(frame_start=start, frame_end=end)
+            seconds = time.perf_counter() - t0
+            bpy.ops.wm.save_mainfile()
+    finally:
+        filepaths.save_version = save_version
+    caches = sorted({bpy.path.abspath(m.filepath) for o in scene.objects for m in o.modifiers
+                     if m.type == "MESH_CACHE" and m.filepath})
+    action = arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
+    if args.json:
+        print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end],
+                          "storm": args.storm, "seconds": round(seconds, 2), "action": action, "out": args.out,
+                          "blend": out, "caches": caches, "addon": how}))
         return
-    if not zip_path:
-        raise SystemExit("Stiff Rods is not enabled: pass --zip with the add-on zip")
-    if bpy.app.version >= (4, 2, 0) and not zip_path.endswith("-legacy.zip"):
-        bpy.ops.extensions.package_install_files(filepath=os.path.abspath(zip_path), repo="user_default",
-                                                 enable_on_install=True)
-    else:
-        import addon_utils
-        bpy.ops.preferences.addon_install(filepath=os.path.abspath(zip_path), overwrite=True)
-        addon_utils.enable("stiff_rods", default_set=True)
+    storm = " (storm preset)" if args.storm else ""
+    print(f"Stiff Rods: baked {arm.name}, frames {start}-{end}{storm}, in {seconds:.1f} s")
+    print(f"  add-on: {how}")
+    print(f"  saved:  {out}")
+    for path in caches:
+        print(f"  cache:  {path}")
 
 
 def main():
     args = parse()
-    if args.blend:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
-    enable(args.zip)
-    arm = next((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), None)
-    if arm is None:
-        raise SystemExit("no armature in the scene: open a Sapling tree made with 'Use Armature'")
-    bpy.context.view_layer.objects.active = arm
-    scene = bpy.context.scene
-    start, end = args.frames or (scene.frame_start, scene.frame_end)
-    if args.storm:
-        scene.frame_start, scene.frame_end = start, end      # the preset spans the scene's range
-        assert bpy.ops.stiff_rods.storm_preset() == {"FINISHED"}
-    # save first: the leaves' point cache (.pc2) is written next to the .blend it belongs to
-    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.out))
-    t0 = time.perf_counter()
-    result = bpy.ops.stiff_rods.bake(frame_start=start, frame_end=end)
-    seconds = time.perf_counter() - t0
-    bpy.ops.wm.save_mainfile()
-    print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end], "storm": args.storm,
-                      "seconds": round(seconds, 2), "action": arm.animation_data.action.name, "out": args.out}))
+    in_blender = "bpy" in sys.modules                  # run by a Blender executable, not the bpy module
+    isolate = args.zip and not args.install_to_profile
+    profile = None
+    if isolate and (not in_blender or os.environ.get(PROFILE_ENV)):
+        profile = temporary_profile()                  # before `import bpy` reads the profile
+    import bpy
+    if isolate and profile is None and args.kind == "extension" and bpy.app.version >= (4, 2, 0):
+        restart_with_temporary_profile(bpy)
+    if isolate and profile is None:                    # legacy zip in the user's Blender: a folder for it
+        profile = tempfile.mkdtemp(prefix="stiff_rods_bake_")
+        atexit.register(shutil.rmtree, profile, ignore_errors=True)
+    try:
+        source, arm = load(bpy, args)
+        bake(bpy, args, source, arm, enable(bpy, args, profile))
+    except RuntimeError as exc:                        # an operator's error report
+        raise SystemExit(f"bake_headless: {exc}".rstrip())
 
 
 main()

@@ -85,7 +85,7 @@ class Simulator:
         # objects with begin_step(sim), project(sim) -> residual, end_step(sim) (loop closing, contacts).
         self.gs_constraints: list = [LoopClosingConstraints(model)] if model.loops.n_joints else []
         # callables f(sim) run after every step, between steps: they may change the topology
-        # (remove_joints; solver/fracture.py)
+        # (remove_joints; solver/core/fracture.py)
         self.post_step: list = []
 
         free = ~model.pinned
@@ -263,7 +263,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ Algorithm 1
     def _implicit_force_damping(self) -> None:
-        """Linearly implicit velocity-dependent forces (aerodynamic drag, solver/drag.py): a force field with an
+        """Linearly implicit velocity-dependent forces (aerodynamic drag, solver/air/drag.py): a force field with an
         ``implicit_damping`` array (n, 6) [kg/s world; kg·m²/s body axes], bounding −∂f/∂v after its call, adds
         Δt times it to this step's mass in the prediction and the KKT solve: (M + Δt D)(v' − v) = Δt f(v) +
         constraint impulses. Stable for light leaves in strong wind; the static equilibrium is unchanged."""

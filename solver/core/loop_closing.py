@@ -5,7 +5,7 @@ The direct KKT solver needs an acyclic constraint graph, so :meth:`RodModel.from
 joints that close a cycle (a ring, a segment welded to two parents of one tree) in ``model.loops``.
 This set projects them with the same 6-D joint constraint (Eq. 23) by the XPBD update of Eq. 21/20,
 on the positions and orientations the KKT step just produced; their λ accumulate over the step's
-iterations. :class:`~solver.timestep.Simulator` adds it to ``gs_constraints`` by itself.
+iterations. :class:`~solver.core.timestep.Simulator` adds it to ``gs_constraints`` by itself.
 
 Two ways to weigh a correction (``response``):
 

@@ -1,9 +1,9 @@
-"""Independent rods of one of the seeds' models, seen as the segments of a :class:`~solver.model.RodModel`.
+"""Independent rods of one of the seeds' models, seen as the segments of a :class:`~solver.core.model.RodModel`.
 
 The Blender add-on binds curve control points to the segments of a model built by
 ``tree_from_branches`` (one branch per spline, one segment per span) and reads ``positions`` and
-``orientations`` from a :class:`~solver.timestep.Simulator`. :class:`RodSet` offers the same for the other
-rod models (PaOBCR, PBER, the force-based DLO; ``solver.rod_models``): one rod per branch, stepped
+``orientations`` from a :class:`~solver.core.timestep.Simulator`. :class:`RodSet` offers the same for the other
+rod models (PaOBCR, PBER, the force-based DLO; ``solver.models.rod_models``): one rod per branch, stepped
 independently, whose edges are mapped back onto the branch's segments. A segment's centre is its edge's
 midpoint; its orientation is the edge's current parallel-transported frame (``rod_interface.edge_frames``
 of the centreline, which carries no twist: curve points do not need it) times the constant offset that
@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from . import quaternion as quat
+from ..core import quaternion as quat
+from ..core.timestep import NonFiniteStateError, StepReport
 from .rod_interface import edge_frames
 from .rod_models import ROD_MODELS, make_rod
-from .timestep import NonFiniteStateError, StepReport
 
 EXPLICIT = ("dlo",)
 
@@ -37,7 +37,7 @@ class RodSet:
     ``iterations`` per step for the position-based models; ``gravity`` [m/s²]; ``damping`` [1/s].
 
     Simulator-like: ``dt`` [s], ``positions`` (n, 3), ``orientations`` (n, 4), ``time`` [s], ``step()``
-    → :class:`~solver.timestep.StepReport` (iterations per step; residual: the largest of the rods' own
+    → :class:`~solver.core.timestep.StepReport` (iterations per step; residual: the largest of the rods' own
     convergence measures), ``max_iterations``.
     """
 
@@ -104,7 +104,7 @@ class RodSet:
 
 
 def _max_eigenvalue_bound(rod) -> float:
-    """Gershgorin bound [1/s²] on the largest eigenvalue of M⁻¹K of a :class:`~solver.dlo.DLORod` at rest:
+    """Gershgorin bound [1/s²] on the largest eigenvalue of M⁻¹K of a :class:`~solver.models.dlo.DLORod` at rest:
     springs (k on the diagonal and off it, per end), volume terms (K_V/V₀²)∇V∇Vᵀ and torsion springs."""
     row = np.zeros(rod.mass.size)
     i, j = rod.springs[:, 0], rod.springs[:, 1]

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import quaternion as quat
+from ..core import quaternion as quat
 from .sdf import SignedDistanceGrid, mesh_signed_distance_grid
 
 Pose = Callable[[float], tuple]
@@ -116,7 +116,7 @@ class Collider:
     def edges(self, t: float):
         """The collider's sharp convex edges at time ``t``, or None (a smooth collider): world ends a, b
         (e, 3) [m] and the outward unit normals n1, n2 (e, 3) of the two faces that meet there. Rods get a
-        contact row against each edge that follows the rod over it (:class:`~solver.collision.Contacts`)."""
+        contact row against each edge that follows the rod over it (:class:`~solver.contact.contacts.Contacts`)."""
         return None
 
     def closest_parameter(self, a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
@@ -262,7 +262,7 @@ class Box(Collider):
 
 
 class Mesh(Collider):
-    """Closed triangle mesh as a signed distance grid (``solver.sdf``): ``vertices`` (V, 3) [m], ``faces``
+    """Closed triangle mesh as a signed distance grid (``solver.contact.sdf``): ``vertices`` (V, 3) [m], ``faces``
     (F, 3) vertex indices, grid spacing ``cell_size`` [m] (distances are exact at grid nodes and
     trilinear between them)."""
 

@@ -7,7 +7,7 @@ blocks: a band matrix of half-bandwidth 11. One LAPACK banded Cholesky (``dpbtrf
 banded solve (``dpbtrs``) then do all the sequential work in compiled code, so a Newton iteration
 costs a fixed ~20 numpy calls plus O(n) arithmetic, which matters for short rods where per-call
 overhead dominates. Cholesky on the SPD complement is backward stable in any order (this is the
-"segments fold into their joints, joints among joints" part of :mod:`solver.kkt_tree`).
+"segments fold into their joints, joints among joints" part of :mod:`solver.core.kkt_tree`).
 
     Δλ = −S⁻¹ (r_joint + J M⁻¹ r_seg),   Δx = M⁻¹ (r_seg + Jᵀ Δλ)
 """
@@ -65,11 +65,11 @@ def chain_order(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
 
 
 class ChainKKT:
-    """Banded joint-space solver with the :class:`~solver.kkt_tree.TreeKKT` interface, for chains.
+    """Banded joint-space solver with the :class:`~solver.core.kkt_tree.TreeKKT` interface, for chains.
 
     ``seg_a`` and ``seg_b`` (m,) give, per joint, the free-segment index (0…n_free−1) of its two
     sides, or −1 where that side is pinned. Raises ``ValueError`` if a free segment has more than
-    two joints (use :class:`~solver.kkt_tree.TreeKKT`).
+    two joints (use :class:`~solver.core.kkt_tree.TreeKKT`).
     """
 
     def __init__(self, n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):

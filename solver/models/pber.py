@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
-from .model import DEFAULT_STRETCH_COMPLIANCE
+from ..core import quaternion as quat
+from ..core.model import DEFAULT_STRETCH_COMPLIANCE
 from .position_based_rod import PositionBasedRod, project_scalar
 
 GHOST_GRAVITY = ("selective", "full", "none")
@@ -167,7 +167,7 @@ class _BendTwist:
 
 
 class PBERRod(PositionBasedRod):
-    """PBER rod from a polyline (see :mod:`solver.rod_interface` for the shared parameters).
+    """PBER rod from a polyline (see :mod:`solver.models.rod_interface` for the shared parameters).
 
     Extra: ``ordering`` "bilateral" (bidirectional, paper) or "colored"; ``ghost_gravity`` (see the
     module doc); ``ghost_distance`` [m] (default: each edge's length); ``stretch_compliance`` [m/N].

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
-from .gs_ordering import build_sweep
+from ..core import quaternion as quat
+from ..core.gs_ordering import build_sweep
+from ..core.timestep import NonFiniteStateError
 from .rod_interface import ENDS, PolylineRod
-from .timestep import NonFiniteStateError
 
 
 class PositionBasedRod(PolylineRod):

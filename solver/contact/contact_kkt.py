@@ -12,7 +12,7 @@ which is sparse (a contact couples two segments) and factored by SuperLU (``scip
 one Newton step for all joints and contacts together. Contact rows are unilateral (λ ≥ 0): a
 primal–dual active-set iteration over a few rounds: rows touching (or pushing) start active, rows whose
 λ would turn negative leave and inactive rows the step pushes into contact enter, both at once.
-Coulomb friction (seed 002 §7, at the position level as in collision.py) adds two tangential rows per
+Coulomb friction (seed 002 §7, at the position level as in contacts.py) adds two tangential rows per
 contact: sticking rows hold the material points' relative tangential displacement over the step at zero;
 a row whose λ_t leaves the box |λ_t| ≤ μ λ_n slides (its equation becomes λ_t = ±μ λ_n, coupled to the
 normal row of the same solve, so S is no longer symmetric: LU, not Cholesky), and a sliding row whose
@@ -184,12 +184,10 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
         # Rows start sliding only in a round where the normal active set has settled for the current ones:
-        # changing both at once cycled (slinky push, 0.05 s: 45–270 normal rows and 10–225 friction rows
-        # changing every round until the cap, 41 rows left inside; staggered: gaps ≥ −0.015 r to 0.3 s).
+        # changing both at once cycles in a stack of coils until the round cap (docs/notes/contacts.md).
         # A sliding row whose kinetic friction pushes along the slip sticks in any round: left sliding, a
-        # fixed-sign μ λ_n drives the slip the other way, an energy source (a stiff rod 80 % past a box
-        # edge hung balanced on the edge with its other end lifted 3 cm instead of falling off, while the
-        # normal rows kept changing); sticking never is one.
+        # fixed-sign μ λ_n drives the slip the other way, an energy source (it can hold a rod balanced on
+        # a box edge that it should fall off); sticking never is one.
         settled = not changed and not growing
         if fr:
             checked += settled
@@ -213,8 +211,8 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         if growing and fr:
             # A row held in a grow-only round may pull (λ_n < 0): its kinetic friction s μ λ_n would then
             # push along the slip. Its friction is released instead, from the next round on (once released,
-            # it stays so for this call, so the set still only grows). Without this, one capped solve of
-            # the pushed plastic Slinky (0.29 s) took its kinetic energy from 27 to 685 mJ.
+            # it stays so for this call, so the set still only grows); kept, it feeds energy into the
+            # motion (docs/notes/contacts.md).
             newly = active & ~unloaded & (lam_n < 0.0) & (friction.mu > 0.0)
             unloaded |= newly
             changed |= bool(newly.any())

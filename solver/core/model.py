@@ -262,7 +262,7 @@ class RodModel:
     def with_rest_darboux(self, rest_darboux) -> "RodModel":
         """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
         ``rest_darboux`` (m, 4) instead of the ones taken from the initial pose (pre-stress,
-        solver/prestress.py). :meth:`copy_with` rebuilds from the pose and drops them."""
+        solver/build/prestress.py). :meth:`copy_with` rebuilds from the pose and drops them."""
         rest = np.asarray(rest_darboux, dtype=float)
         if rest.shape != (self.n_joints, 4) or not np.all(np.isfinite(rest)):
             raise ValueError(f"rest_darboux: expected finite shape ({self.n_joints}, 4), got {rest.shape}")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from . import quaternion as quat
-from .model import DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
+from ..core import quaternion as quat
+from ..core.model import DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
 
 
 @dataclass

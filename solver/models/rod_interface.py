@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
-from .model import _cumulative_left_product, cross_section_moments
+from ..core import quaternion as quat
+from ..core.model import _cumulative_left_product, cross_section_moments
 
 ENDS = ("start", "end")
 

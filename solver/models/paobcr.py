@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
-from .model import DEFAULT_STRETCH_COMPLIANCE
+from ..core import quaternion as quat
+from ..core.model import DEFAULT_STRETCH_COMPLIANCE
 from .position_based_rod import PositionBasedRod
 
 _E3_CONJ = np.array([0.0, 0.0, 0.0, -1.0])   # ē3 as a quaternion
@@ -104,7 +104,7 @@ class BendTwist:
 
 
 class PaOBCRRod(PositionBasedRod):
-    """PaOBCR rod from a polyline (see :mod:`solver.rod_interface` for the shared parameters).
+    """PaOBCR rod from a polyline (see :mod:`solver.models.rod_interface` for the shared parameters).
 
     Extra: ``ordering`` "bilateral" (paper, §7) or "colored" (even/odd, vectorised);
     ``stretch_compliance`` [m/N] of the stretch–shear rows (Deul's default 1e-10).

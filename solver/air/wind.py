@@ -1,4 +1,4 @@
-"""Wind: air velocity fields u(x, t) [m/s] that :mod:`solver.drag` turns into forces on segments.
+"""Wind: air velocity fields u(x, t) [m/s] that :mod:`solver.air.drag` turns into forces on segments.
 
 A *wind* is any object with ``velocity(points (k, 3) [m], t [s]) -> (k, 3) [m/s]``. This module has
 :class:`WindField` (mean wind × height profile × gusts + coherent turbulence, with Blender-style

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
+from ..core import quaternion as quat
 
 
 def nearest_segments(points, positions, orientations, lengths, candidates=None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Gravity pre-stress: rest Darboux vectors that make the modelled pose a static equilibrium.
 
 A tree read from Sapling (or any rod drawn in its loaded shape) is the shape it has *under gravity*. Taking
-that pose as the stress-free rest pose, as :class:`~solver.model.RodModel` does, makes the tree sag when the
+that pose as the stress-free rest pose, as :class:`~solver.core.model.RodModel` does, makes the tree sag when the
 simulation starts (a Sapling white birch drops its branch tips by up to ~2 m). Here the rest Darboux
 vectors are shifted instead, so that the joints already carry the load at the modelled pose.
 
@@ -28,9 +28,9 @@ from scipy.sparse import csr_matrix, identity
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import spsolve_triangular
 
-from . import joint_constraint
-from . import quaternion as quat
-from .model import RodModel
+from ..core import joint_constraint
+from ..core import quaternion as quat
+from ..core.model import RodModel
 
 
 def _away_side(model: RodModel):

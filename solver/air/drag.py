@@ -49,8 +49,8 @@ import math
 
 import numpy as np
 
-from . import quaternion as quat
-from .model import RodModel
+from ..core import quaternion as quat
+from ..core.model import RodModel
 
 RHO_AIR = 1.225               # kg/m³, sea level, 15 °C
 CD_BRANCH = 1.2               # circular cylinder, subcritical Reynolds number
@@ -78,7 +78,7 @@ def _coefficient(name: str, value) -> float:
 class AerodynamicDrag:
     """Drag of ``wind`` (anything with ``velocity(points, t)``) on every free segment of ``model``.
 
-    Call it with a :class:`~solver.timestep.Simulator` to get ``(forces (n, 3) [N], torques (n, 3)
+    Call it with a :class:`~solver.core.timestep.Simulator` to get ``(forces (n, 3) [N], torques (n, 3)
     [N·m])`` in world axes at the simulator's current state and time; append it to
     ``sim.force_fields``. ``rho_air`` [kg/m³]; drag coefficients as documented in the module.
     """

@@ -2,7 +2,7 @@
 
 Stiffness follows the branch radius by itself: a preset gives only the moduli E and G; every joint's
 bending and twisting stiffness K = diag(E I1, E I2, G J) (Deul Eq. 5) takes I = π r⁴/4, J = π r⁴/2 from
-that joint's own radius (:func:`solver.model.cross_section_moments`), so EI ∝ r⁴: a 1 cm twig is
+that joint's own radius (:func:`solver.core.model.cross_section_moments`), so EI ∝ r⁴: a 1 cm twig is
 10⁴ times more flexible in bending than a 10 cm bough of the same wood, and thin twigs whip while the
 trunk barely sways, with one material for the whole tree.
 
@@ -19,14 +19,14 @@ Presets:
   the handbook's ch. 4 (birch 72 %, pine 148 %) and 130 % for willow (a wet-site wood; no tabulated
   value): 830, 830 and 840 kg/m³.
 
-Drag coefficients (see :mod:`solver.drag`): branches 1.2 (cylinder in subcritical cross-flow), leaves
+Drag coefficients (see :mod:`solver.air.drag`): branches 1.2 (cylinder in subcritical cross-flow), leaves
 1.17 normal to the plate and 0.05 along it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .drag import CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL
+from ..air.drag import CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL
 
 G_OVER_E_WOOD = 0.07      # G_LR/E_L, G_LT/E_L ≈ 0.05–0.1 for most species (Wood Handbook Table 5-1)
 
@@ -46,7 +46,7 @@ class Material:
     source: str = ""
 
     def rod_kwargs(self) -> dict:
-        """Keyword arguments for :func:`solver.rod_from_polyline` / :func:`solver.tree_builder.tree_from_branches`."""
+        """Keyword arguments for :func:`solver.rod_from_polyline` / :func:`solver.tree_from_branches`."""
         return dict(youngs_modulus=self.youngs_modulus, torsion_modulus=self.torsion_modulus, density=self.density)
 
 

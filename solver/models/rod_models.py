@@ -1,6 +1,6 @@
-"""Every rod model of the seeds behind one interface (see :mod:`solver.rod_interface`), by name.
+"""Every rod model of the seeds behind one interface (see :mod:`solver.models.rod_interface`), by name.
 
-    from solver.rod_models import make_rod
+    from solver.models.rod_models import make_rod
     rod = make_rod("paobcr", points, radius=0.01, youngs_modulus=1e9, density=1000.0)
     rod.step(1 / 60); rod.centerline(); rod.residual()
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
+from ..core import quaternion as quat
+from ..core.model import DEFAULT_STRETCH_COMPLIANCE, rod_from_polyline
+from ..core.timestep import Simulator
 from .dlo import DLORod
-from .model import DEFAULT_STRETCH_COMPLIANCE, rod_from_polyline
 from .paobcr import PaOBCRRod
 from .pber import PBERRod
 from .rod_interface import ENDS, PolylineRod
-from .timestep import Simulator
 
 
 class StiffRod(PolylineRod):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
-from .model import RodModel, rod_from_polyline, cross_section_moments, DEFAULT_STRETCH_COMPLIANCE
+from ..core import quaternion as quat
+from ..core.model import RodModel, rod_from_polyline, cross_section_moments, DEFAULT_STRETCH_COMPLIANCE
 
 
 def cantilever(n_segments: int = 50, length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9,

@@ -2,7 +2,7 @@
 
 Each polyline point R_k carries two frame points Q_k = R_k + a d1 and P_k = R_k + a d2 (a the radius,
 d1/d2 the material frame; the seed builds its frame from the binormal of neighbouring edges, which is
-undefined on straight pieces, so the parallel-transported frames of :mod:`solver.rod_interface` are
+undefined on straight pieces, so the parallel-transported frames of :mod:`solver.models.rod_interface` are
 used). Every edge (R_k, R_{k+1}) is split into three tetrahedra (R_{k+1} P_k Q_k R_k),
 (R_{k+1} Q_{k+1} Q_k P_k), (R_{k+1} P_k P_{k+1} Q_{k+1}) (§4, Fig. 2). Forces:
 
@@ -16,17 +16,17 @@ used). Every edge (R_k, R_{k+1}) is split into three tetrahedra (R_{k+1} P_k Q_k
 - gravity and mass-proportional ``damping`` [1/s].
 
 The node mass (half of each adjacent edge's mass) is split equally among R_k, P_k and Q_k. The state
-is integrated with one of :data:`solver.integrators.INTEGRATORS`. ``residual()`` is the largest net
+is integrated with one of :data:`solver.models.integrators.INTEGRATORS`. ``residual()`` is the largest net
 force [N] on a free particle at zero velocity (static imbalance).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import quaternion as quat
+from ..core import quaternion as quat
+from ..core.timestep import NonFiniteStateError
 from .integrators import get_integrator
 from .rod_interface import ENDS, PolylineRod
-from .timestep import NonFiniteStateError
 
 
 def _signed_angle(u, w, axis):
@@ -54,9 +54,9 @@ def slerp(a, b, t):
 
 
 class DLORod(PolylineRod):
-    """Force-based DLO from a polyline (see :mod:`solver.rod_interface` for the shared parameters).
+    """Force-based DLO from a polyline (see :mod:`solver.models.rod_interface` for the shared parameters).
 
-    Extra: ``integrator`` (a name of :data:`solver.integrators.INTEGRATORS`, default
+    Extra: ``integrator`` (a name of :data:`solver.models.integrators.INTEGRATORS`, default
     "symplectic_euler"); ``spring_damping`` β [s]. ``iterations`` is unused (no solver iterations).
     """
 

@@ -1,0 +1,365 @@
+"""Unilateral contacts with Coulomb friction: rod segments against colliders and against each other.
+
+A :class:`Contacts` object is a Gauss–Seidel constraint set for ``Simulator.gs_constraints``
+(Deul Algorithm 1, lines 10–14): ``begin_step`` generates the contacts once per step (line 13 of
+seed 002's Algorithm 1), ``project`` runs one non-linear Gauss–Seidel sweep (Eqs. 21/20) and
+``end_step`` records statistics (and, with ``post_stabilise``, removes the overlaps left from the
+positions only).
+
+Every segment is a capsule: its axis (local z over ±l/2) swept by the radius ``max(radii)`` (a leaf
+plate by its half thickness). A contact joins an axis point of segment ``a`` to an axis point of
+segment ``b`` (the two closest points, found again in every sweep; in the direct solve a joint point's
+row follows its closest point over a joint of b's rod onto the next segment), to a fixed world point on
+a collider (a material point of ``a``), or to a collider's sharp edge (``Collider.edges``: the closest
+points of a's axis and the edge, found again in every solve), with a normal n from b to a (a collider's
+frozen for the step; a segment pair's along the closest points unless that flipped, and at a joint point
+within the chain's normal cone there; an edge's that of the wedge its two faces make, while the rod is
+clear of it) and a rest distance R:
+
+    C = n·(p_a − p_b) − R ≥ 0,   λ_n ≥ 0                                    (unilateral)
+
+Friction is Coulomb at the position level (seed 002 §7 uses Macklin et al. 2014; here in XPBD form):
+the relative tangential motion of the two material points over the step is a second constraint whose
+accumulated multiplier is clamped to the cone ``|λ_t| ≤ μ λ_n``: inside the cone the points stick
+(static friction), on it they slide against a friction impulse μ λ_n (kinetic). In the direct solve
+(``response="direct"``) the two material points of a segment pair are its touching surface points, so
+segments turning together do not slip; the Gauss–Seidel sweeps (and every collider contact) use the
+axis points, which resist a common turn of two touching segments, and rolling on a collider.
+
+Contacts are coloured once per step so that no two contacts of a colour share a free segment; a sweep
+solves each colour at once (vectorised), which is Gauss–Seidel in a multicolour order.
+
+This module holds the parameters and the step hooks (``begin_step``, ``project``, ``end_step``) and
+the colouring; :class:`Contacts` takes detection, row geometry, the responses and post-stabilisation
+from its bases in ``candidates``, ``rows``, ``response`` and ``post_stabilise``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..core import quaternion as quat
+from .candidates import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, ContactCandidates
+from .colliders import Collider
+from .post_stabilise import PostStabilisation
+from .response import ContactResponse
+from .rows import ContactRows
+
+
+def _empty(n: int, *tail) -> np.ndarray:
+    return np.zeros((n,) + tail)
+
+
+class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisation):
+    """Contact and friction constraints of one model (a ``Simulator.gs_constraints`` element).
+
+    Parameters: ``colliders`` (sequence of :class:`~solver.contact.colliders.Collider`); ``friction`` μ for
+    contacts with colliders whose own ``friction`` is None; ``self_collision`` (bool, or an (n,) mask
+    of the segments that take part); ``self_friction`` μ between segments (default ``friction``);
+    ``margin`` [m]: contacts are generated for gaps below this (default: per segment, its radius plus
+    its predicted displacement in the step); ``exclude_hops``: segment pairs joined by at most this
+    many joints never self-collide (default ``1 + ceil(2 max r / min l)``, so neighbours whose capsules
+    overlap at rest are skipped); ``compliance`` [m/N] of the normal constraint (0: rigid); ``sweeps``
+    Gauss–Seidel sweeps over the contacts per ``project`` call; ``max_colours``: colours per sweep at
+    most (each costs a few dozen numpy calls); contacts beyond them are averaged (Jacobi) in the last.
+    ``self_contacts``: ``"pairs"`` (one contact per pair of capsules whose gap is below the margin) or
+    ``"points"`` (one contact per physical contact point: every joint point against the closest point of
+    the other rod's axis, a local minimum along it; two joint points closer than a tenth of a radius
+    along the axis are one vertex–vertex contact; two segments crossing with both closest points
+    interior; margin: ``margin`` (default a quarter of the two radii) plus the two points' predicted
+    relative motion, so coils stacked two apart make no contacts). ``response``: ``"local"`` (Eq. 21 with
+    the two segments' masses), ``"tree"`` (normal rows applied through the tree's KKT factorisation),
+    ``"direct"`` (joints, contact normal rows and two friction rows per contact in one sparse direct
+    solve per sweep, :mod:`solver.contact.contact_kkt`; no Gauss–Seidel pass); ``direct_compliance`` [m/N]
+    of the contact rows in that solve (keeps nearly coincident rows from a singular system),
+    ``collider_compliance`` [m/N] of its rows against colliders (default ``direct_compliance``),
+    ``friction_compliance`` [m/N] of its friction rows (a stack of coils stuck to each other is nearly
+    redundant with the joints; 1e-4 keeps its LU accurate, see benchmarks/slinky.py); ``direct_rounds``:
+    active-set solves per call at most, then up to ``direct_grow_rounds`` more in which rows only enter
+    (:func:`solver.contact.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
+    every direct solve; ``friction_log`` the rounds of each that checked sticking rows against the Coulomb
+    box (0: the normal active set never settled, so no friction row started sliding).
+    ``direct_max_move`` [m] (optional): a direct solve whose Newton step would move some segment's surface
+    farther is scaled down to that distance (damped Newton; ``damped_solves`` counts them): far outside
+    the linear regime a full step overshoots and feeds energy into the motion (docs/notes/contacts.md).
+    ``post_stabilise``: after each step, overlaps the step's solves left deeper than ``post_tolerance``
+    (0.02) radii plus the compliant sink of the row's load are removed from the positions only, once the
+    step has taken its velocities (``end_step``; one joint-and-contact direct solve, needs the ``"kkt"``
+    solver); ``post_overlap`` [m] is the deepest overlap it found in the last step. ``post_velocity``:
+    the rows it closes also lose their relative velocity into each other (an inelastic velocity solve
+    through the joints; without it a segment the step's solves left sinking keeps sinking at that speed
+    in the next step, and post-stabilisation lifts it out again in every step).
+    ``self_pairs`` ((k, 2) segment indices, ``self_contacts="points"`` only): candidate pairs present in
+    every step whatever their distance (each joint point of one against the other's axis, where that is
+    the closest point along the rod), e.g. a helix's neighbouring coils, which may close several radii
+    within one step; their rows are refreshed from the iterate at every solve and cost nothing but size
+    while apart (inactive).
+
+    After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
+    ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
+    """
+
+    def __init__(self, model, colliders: Sequence[Collider] = (), *, friction: float = 0.0,
+                 self_collision=False, self_friction: float | None = None, margin: float | None = None,
+                 exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
+                 max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
+                 self_contacts: str = "pairs", direct_compliance: float = 1e-7,
+                 friction_compliance: float = 1e-7, direct_rounds: int = 8, self_pairs=None,
+                 direct_grow_rounds: int = 0, collider_compliance: float | None = None, post_stabilise: bool = False,
+                 direct_max_move: float | None = None, post_velocity: bool = False):
+        self.model = model
+        self.colliders = list(colliders)
+        for i, c in enumerate(self.colliders):
+            if not isinstance(c, Collider):
+                raise ValueError(f"colliders[{i}] is not a Collider (got {type(c).__name__})")
+        for name, mu in (("friction", friction), ("self_friction", self_friction)):
+            if mu is not None and not (np.isfinite(mu) and mu >= 0.0):
+                raise ValueError(f"{name} must be finite and ≥ 0, got {mu}")
+        if margin is not None and not (np.isfinite(margin) and margin >= 0.0):
+            raise ValueError(f"margin must be finite and ≥ 0 m, got {margin}")
+        if not (np.isfinite(compliance) and compliance >= 0.0):
+            raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
+        for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0),
+                                 ("direct_rounds", direct_rounds, 1), ("direct_grow_rounds", direct_grow_rounds, 0)):
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
+        self.max_colours = int(max_colours)
+        self.pre_sweeps = int(pre_sweeps)
+        if response not in ("local", "tree", "direct"):
+            raise ValueError(f"response must be 'local', 'tree' or 'direct', got {response!r}")
+        if self_contacts not in ("pairs", "points"):
+            raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self_contacts!r}")
+        if collider_compliance is None:
+            collider_compliance = direct_compliance
+        for name, value in (("direct_compliance", direct_compliance), ("friction_compliance", friction_compliance),
+                            ("collider_compliance", collider_compliance)):
+            if not (np.isfinite(value) and value > 0.0):
+                raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
+        self.response = response
+        self.self_contacts = self_contacts
+        self.direct_compliance = float(direct_compliance)
+        self.collider_compliance = float(collider_compliance)
+        self.friction_compliance = float(friction_compliance)
+        self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
+        self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
+        self.direct_rounds = int(direct_rounds)
+        self.post_stabilise = bool(post_stabilise)
+        self.post_velocity = bool(post_velocity)
+        if direct_max_move is not None and not (np.isfinite(direct_max_move) and direct_max_move > 0.0):
+            raise ValueError(f"direct_max_move must be finite and > 0 m, got {direct_max_move}")
+        self.direct_max_move = None if direct_max_move is None else float(direct_max_move)
+        self.damped_solves = 0             # direct solves scaled down to direct_max_move
+        self.post_tolerance = 0.02         # overlaps deeper than this fraction of the radius are post-stabilised
+        self.post_overlap = 0.0            # [m] the deepest overlap before post-stabilisation, last step
+        self.direct_grow_rounds = int(direct_grow_rounds)
+        self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
+        self.friction_log: list[int] = []    # per direct solve with friction rows: rounds that checked the box
+        self._joint_rows = None
+        self._joint_rows_model = None
+        self.friction = float(friction)
+        self.self_friction = self.friction if self_friction is None else float(self_friction)
+        self.margin = margin
+        self.compliance = float(compliance)
+        self.sweeps = int(sweeps)
+        n = model.n_segments
+        leaf = getattr(model, "leaf", None)
+        r = model.radii.max(axis=1)
+        self.radius = np.where(leaf, model.radii[:, 1], r) if leaf is not None else r
+        free = ~model.pinned
+        self._inv_mass = np.where(free, 1.0 / model.masses, 0.0)
+        self._inv_inertia = np.where(free[:, None], 1.0 / model.inertia, 0.0)
+        mask = np.broadcast_to(np.asarray(self_collision, dtype=bool), (n,))
+        self._self_segments = np.flatnonzero(mask)
+        if exclude_hops is None:
+            exclude_hops = 1 + int(np.ceil(2.0 * self.radius.max() / model.lengths.min()))
+        self.exclude_hops = int(exclude_hops)
+        self._excluded = self._near_pairs(self.exclude_hops) if self._self_segments.size > 1 else np.zeros(0, np.int64)
+        self._vertex_table()
+        self._permanent_candidates(self_pairs)
+        self._rng_seed = 0
+        self.sa = self.sb = np.zeros(0, np.int64)
+        self.normal_impulse = np.zeros(0)
+        self._batches: list[dict] = []
+        self.max_penetration = 0.0
+
+    def surface_gaps(self, sim) -> tuple[float, float]:
+        """Exact smallest surface gaps [m] at the current pose, independent of this step's contacts:
+        (between non-neighbouring segments, between segments and colliders at ``sim.time``); +inf
+        where nothing is within a radius. Negative values are penetrations."""
+        x, q = sim.positions, sim.orientations
+        margin = np.full(x.shape[0], self.radius.max())
+        found = self._self_pairs(x, q, margin)
+        self_gap = float(np.min(found[5] - found[6])) if found is not None and found[0].size else np.inf
+        col_gap = np.inf
+        for _, seg, _, _, phi, _ in self._collider_points(x, q, margin, sim.time):
+            if seg.size:
+                col_gap = min(col_gap, float(np.min(phi - self.radius[seg])))
+        return self_gap, col_gap
+
+    def begin_step(self, sim) -> None:
+        """Generate this step's contacts and reset λ.
+
+        Contact points and normals come from the pose at the start of the step, where the capsules do
+        not overlap, so a fast segment cannot tunnel to the wrong side of a thin collider or another
+        rod; the margin covers each segment's predicted motion (``sim.positions`` after the prediction).
+        Colliders are placed at their pose at the end of the step (t + Δt).
+        """
+        x_pred, q_pred = sim.positions, sim.orientations
+        x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
+        self._start = (x, q)                # the step's start pose (the Simulator saves a fresh copy per step)
+        t0, t1 = sim.time, sim.time + sim.dt
+        turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
+        move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
+        margin = (self.radius + move) if self.margin is None else self.margin + move
+        sa, sb, za, zb = np.zeros(0, np.int64), np.zeros(0, np.int64), _empty(0), _empty(0)
+        point_b, normal, anchor_b, rest, mu = _empty(0, 3), _empty(0, 3), _empty(0, 3), _empty(0), _empty(0)
+        env = self._collider_candidates(x, q, margin, t0, t1)
+        if env is not None:
+            seg, z, surface, nrm, shift, m = env
+            sa, sb, za, zb = seg, np.full(seg.size, -1, np.int64), z, np.zeros(seg.size)
+            point_b, normal, anchor_b = surface, nrm, surface - shift
+            rest, mu = self.radius[seg], m
+        mode = np.full(sa.size, FIXED)
+        ends1, ends0, faces = _empty(sa.size, 2, 3), _empty(sa.size, 2, 3), _empty(sa.size, 2, 3)
+        edges = self._edge_candidates(x, q, margin, t0, t1)
+        if edges is not None:
+            seg, z, pe, nrm, e1, e0, fn, m = edges
+            sa, sb = np.concatenate((sa, seg)), np.concatenate((sb, np.full(seg.size, -1, np.int64)))
+            za, zb = np.concatenate((za, z)), np.concatenate((zb, np.zeros(seg.size)))
+            point_b, normal, anchor_b = np.vstack((point_b, pe)), np.vstack((normal, nrm)), np.vstack((anchor_b, pe))
+            rest, mu = np.concatenate((rest, self.radius[seg])), np.concatenate((mu, m))
+            mode = np.concatenate((mode, np.full(seg.size, EDGE)))
+            ends1, ends0, faces = np.concatenate((ends1, e1)), np.concatenate((ends0, e0)), np.concatenate((faces, fn))
+        if self.self_contacts == "points":
+            selfc = self._point_contacts(x, q, x_pred, q_pred)
+        else:
+            selfc = self._self_candidates(x, q, margin)
+            if selfc is not None:
+                selfc = selfc + (np.full(selfc[0].size, SLIDE_BOTH),)
+        if selfc is not None:
+            i, j, zi, zj, nrm, rr, md = selfc
+            mode = np.concatenate((mode, md))
+            sa, sb = np.concatenate((sa, i)), np.concatenate((sb, j))
+            za, zb = np.concatenate((za, zi)), np.concatenate((zb, zj))
+            point_b = np.vstack((point_b, np.zeros((i.size, 3))))
+            anchor_b = np.vstack((anchor_b, np.zeros((i.size, 3))))
+            ends1, ends0, faces = (np.concatenate((e, _empty(i.size, 2, 3))) for e in (ends1, ends0, faces))
+            normal = np.vstack((normal, nrm))
+            rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
+        self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
+        self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
+        self._edge_ends = (ends1, ends0, faces)
+        self.normal_impulse = np.zeros(sa.size)
+        self.tangent_impulse = np.zeros((sa.size, 3))
+        self._sliding = np.zeros((sa.size, 2), np.int8)
+        self._first_solve = True
+        self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
+        self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
+        self._all = self._batch(np.arange(sa.size), x, q, anchor_b, direct=self.response == "direct")
+        # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
+        # sweeps of Eqs. 20/21): otherwise every step starts g Δt² deep in a floor, and the first
+        # KKT solve, which does not see the contacts, spreads that error along the rods.
+        for _ in range(self.pre_sweeps):
+            for batch in self._batches:
+                self._project_batch(sim, batch)
+
+    def _batch(self, idx, x, q, anchor_b, direct=False) -> dict:
+        """Everything about the contacts of one colour that stays fixed during the step. ``direct``: the
+        direct solve's batch, where a row of two joint points slides along b's rod like a joint point
+        against an axis, so two coils shearing past each other within a step stay apart (a row holding
+        the two points leaves them overlapping, docs/notes/contacts.md)."""
+        m = self.model
+        sa, sb = self.sa[idx], self.sb[idx]
+        env = sb < 0
+        sbs = np.where(env, sa, sb)                 # a collider contact's b side: a massless stand-in
+        body_b = (~env).astype(float)
+        edge = np.flatnonzero(self.mode[idx] == EDGE)
+        b = dict(idx=idx, sa=sa, sb=sbs, env=env, all_env=bool(np.all(env)), share=self._share[idx],
+                 slide_b=(self.mode[idx] == SLIDE_B) | (direct & (self.mode[idx] == FIXED) & ~env),
+                 slide_both=self.mode[idx] == SLIDE_BOTH,
+                 edge=edge, ends1=self._edge_ends[0][idx[edge]], ends0=self._edge_ends[1][idx[edge]],
+                 faces=self._edge_ends[2][idx[edge]],
+                 inv_m_a=self._inv_mass[sa], inv_i_a=self._inv_inertia[sa],
+                 inv_m_b=self._inv_mass[sbs] * body_b, inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
+                 half_a=0.5 * m.lengths[sa], half_b=0.5 * m.lengths[sbs],
+                 x0_a=x[sa], r0_a=quat.to_matrix(q[sa]), x0_b=x[sbs], r0_b=quat.to_matrix(q[sbs]),
+                 anchor_b=anchor_b[idx])
+        for side, seg in (("a", sa), ("b", sbs[~env])):
+            useg, inv = np.unique(seg, return_inverse=True)
+            b["merge_" + side] = (useg, inv) if useg.size != seg.size else None
+        return b
+
+    @property
+    def _colours(self) -> list[np.ndarray]:
+        return [b["idx"] for b in getattr(self, "_batches", [])]
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.sa.size)
+
+    @property
+    def n_active(self) -> int:
+        return int(np.count_nonzero(self.normal_impulse > 0.0))
+
+    def _colour(self, sa, sb) -> list[np.ndarray]:
+        """Split contacts into colours of contacts with no free segment in common: rounds of a
+        randomised maximal matching (a contact joins the colour when it has the lowest random
+        priority at every free segment it touches), vectorised over contacts. The last of at most
+        ``max_colours`` colours takes all remaining contacts, solved Jacobi-style with averaging."""
+        k = sa.size
+        self._share = np.ones(k)
+        if k == 0:
+            return []
+        n = self.model.n_segments
+        free = ~self.model.pinned
+        a = np.where(free[sa], sa, n)                   # pinned sides and colliders never conflict
+        b = np.where((sb >= 0) & free[np.maximum(sb, 0)], sb, n)
+        prio = np.random.default_rng(self._rng_seed).permutation(k)
+        left = np.arange(k)
+        colours = []
+        while left.size:
+            if len(colours) == self.max_colours - 1:
+                count = np.bincount(a[left], minlength=n + 1) + np.bincount(b[left], minlength=n + 1)
+                count[n] = 1
+                self._share[left] = 1.0 / np.maximum(count[a[left]], count[b[left]])
+                colours.append(left)
+                break
+            best = np.full(n + 1, k, np.int64)
+            np.minimum.at(best, a[left], prio[left])
+            np.minimum.at(best, b[left], prio[left])
+            win = ((best[a[left]] == prio[left]) | (a[left] == n)) & ((best[b[left]] == prio[left]) | (b[left] == n))
+            colours.append(left[win])
+            left = left[~win]
+        return colours
+
+    def project(self, sim) -> float:
+        """Gauss–Seidel sweep(s) over the contacts; returns the largest ``|C + α̃λ|`` met (0 if none)."""
+        residual = 0.0
+        for _ in range(self.sweeps):
+            if self.response == "tree":
+                self._project_through_tree(sim)
+            if self.response != "direct":
+                for batch in self._batches:
+                    residual = max(residual, self._project_batch(sim, batch))
+            else:
+                self._project_direct(sim)
+                residual = max(residual, float(np.max(-self.gaps(sim), initial=0.0)))
+        return residual
+
+    def gaps(self, sim) -> np.ndarray:
+        """Current ``C`` [m] of this step's contacts (negative: penetration)."""
+        out = np.zeros(self.n_contacts)
+        # the direct solve moves rows over joints in its own batch (``_follow_over_joints``)
+        for b in ([self._all] if self.response == "direct" and self.n_contacts else self._batches):
+            _, _, za, zb, pa, pb = self._points(sim, b)
+            out[b["idx"]] = np.einsum("ij,ij->i", self._normals(sim, b, za, zb, pa, pb), pa - pb) - self.rest[b["idx"]]
+        return out
+
+    def end_step(self, sim) -> None:
+        """Record the deepest remaining penetration of this step's contacts [m]."""
+        self.post_overlap = 0.0
+        if self.post_stabilise:
+            self._post_stabilise(sim)
+        g = self.gaps(sim)
+        self.max_penetration = float(max(0.0, -g.min())) if g.size else 0.0

@@ -1,0 +1,209 @@
+"""Contact responses: one Gauss–Seidel pass over a colour of contacts (Deul Eqs. 20, 21 with Coulomb
+friction), all normal rows through the tree's KKT factorisation, or joints, contact normals and friction
+rows in one sparse direct solve (:mod:`solver.contact.contact_kkt`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import quaternion as quat
+from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
+from .rows import _rows_times
+
+
+class ContactResponse:
+    """The solves of :class:`~solver.contact.contacts.Contacts` (``response`` ``"local"``, ``"tree"`` or
+    ``"direct"``); they move ``sim.positions``/``sim.orientations`` and accumulate the contact impulses."""
+
+    def _project_batch(self, sim, b) -> float:
+        idx = b["idx"]
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        at = self._alpha_tilde
+        lam = self.normal_impulse[idx]
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest[idx]
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w_n = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        # Eq. 21 for one scalar row, then the unilateral projection λ ≥ 0.
+        dlam = -(c + at * lam) / np.maximum(w_n + at, 1e-300)
+        lam_new = np.maximum(lam + dlam, 0.0)
+        dlam = lam_new - lam
+        res = np.where(lam_new > 0.0, np.abs(c + at * lam), np.maximum(-c, 0.0))
+        # Coulomb friction: undo the relative tangential motion of the two material points since the
+        # start of the step, with the accumulated tangential impulse kept inside the cone μ λ_n.
+        start_a = b["x0_a"] + za[:, None] * b["r0_a"][:, :, 2]
+        start_b = np.where(b["env"][:, None], self._anchors(b, pb), b["x0_b"] + zb[:, None] * b["r0_b"][:, :, 2])
+        rel = (pa - start_a) - (pb - start_b)
+        tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
+        t_dir = tang / np.maximum(np.sqrt(np.einsum("ij,ij->i", tang, tang)), 1e-300)[:, None]
+        w_t = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, np.einsum("kji,kj->ki", rot_a, t_dir)) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, np.einsum("kji,kj->ki", rot_b, t_dir))
+        lt_old = self.tangent_impulse[idx]
+        lt = lt_old - tang / np.maximum(w_t, 1e-300)[:, None]
+        lt_len = np.sqrt(np.einsum("ij,ij->i", lt, lt))
+        lt = lt * np.minimum(1.0, self.mu[idx] * lam_new / np.maximum(lt_len, 1e-300))[:, None]
+        # Jacobi with averaging where a colour holds several contacts of one segment (share < 1): each
+        # moves it by its share of the correction, and its λ grows by the same share.
+        share = b["share"]
+        self.normal_impulse[idx] = lam + share * dlam
+        self.tangent_impulse[idx] = lt_old + share[:, None] * (lt - lt_old)
+        impulse = share[:, None] * (n * dlam[:, None] + (lt - lt_old))
+        self._apply(sim, b["sa"], rot_a, b["inv_m_a"], b["inv_i_a"], za, impulse, b["merge_a"])
+        if not b["all_env"]:
+            body = ~b["env"]
+            self._apply(sim, b["sb"][body], rot_b[body], b["inv_m_b"][body], b["inv_i_b"][body], zb[body],
+                        -impulse[body], b["merge_b"])
+        return float(res.max()) if res.size else 0.0
+
+    def _project_through_tree(self, sim) -> None:
+        """All normal contact rows at once, applied through the tree's KKT factorisation of this
+        iteration (Eq. 22 with the contact forces as right-hand side, as ``loop_closing`` does for
+        loops), so the joints stay satisfied to first order instead of pulling the contacts back in the
+        next direct solve. Each contact's Δλ from its local inverse mass is rescaled by the ratio of
+        the gap change it asked for to the one the tree predicts (a Jacobi step on J H⁻¹ Jᵀ with a
+        secant diagonal), then applied by a second solve."""
+        kkt = getattr(sim, "_kkt", None)
+        if self.n_contacts == 0 or sim.solver != "kkt" or not getattr(kkt, "factored", False):
+            return
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        at = self._alpha_tilde
+        lam = self.normal_impulse
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
+            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        dlam = np.maximum(lam - (c + at * lam) / np.maximum(w + at, 1e-300), 0.0) - lam
+        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
+        zero_joint = np.zeros_like(sim.lam)
+
+        def respond(d):
+            f = np.zeros((sim.free_index.size, 6))
+            for g, fs in ((ga, fa), (gb, fb)):
+                ok = fs >= 0
+                np.add.at(f, fs[ok], g[ok] * d[ok, None])
+            x, l_joint = kkt.solve(f, zero_joint)
+            return x, l_joint, _rows_times(fa, fb, ga, gb, x)
+
+        _, _, dc = respond(dlam)
+        wanted = w * dlam                       # the gap change the local step asked for
+        scale = np.where(np.abs(dc) > 1e-12 * np.maximum(np.abs(wanted), 1e-300),
+                         np.clip(wanted / np.where(dc == 0.0, 1.0, dc), 0.0, 1e3), 1.0)
+        dlam = np.maximum(dlam * scale, -lam)
+        x, l_joint, _ = respond(dlam)
+        self.normal_impulse = lam + dlam
+        sim.lam += l_joint
+        f = sim.free_index
+        sim.positions[f] += x[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], x[:, 3:])
+
+    def _joint_rows_of(self, sim) -> JointRows:
+        """The sparse pattern of the Simulator's joint rows, built anew when its model changed
+        (remove_joints: a fracture, a hand letting go). Reads the Simulator's private joint sides, masses
+        and evaluator."""
+        if self._joint_rows is None or self._joint_rows_model is not sim.model:
+            self._joint_rows = JointRows(sim.free_index.size, sim._seg_a, sim._seg_b)
+            self._joint_rows_model = sim.model
+        return self._joint_rows
+
+    def _project_direct(self, sim) -> None:
+        """Joints, all contact normal rows and their friction rows in one sparse direct solve
+        (:mod:`solver.contact.contact_kkt`): a contact held by a stack of others is met in one solve, not one coil
+        per sweep, and friction moves the whole rod, not one segment (no Gauss–Seidel pass that the next
+        joint solve undoes)."""
+        if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
+            return
+        joint_rows = self._joint_rows_of(sim)
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        lam = self.normal_impulse
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
+        friction, basis = None, None
+        if np.any(self.mu > 0.0):
+            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at)
+        joint_rhs = sim._joint_values() + sim.alpha_tilde * sim.lam
+        jp, jc, _, _ = sim._joint_eval.jacobians()
+        # the step's first solve starts with every touching row active; later ones with the last active set
+        touch = (self.direct_touch if self._first_solve else -self.direct_enter) * self.rest
+        self._first_solve = False
+        stats = {}
+        dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
+            joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
+            c + alpha * lam, alpha, lam, touch=touch, friction=friction,
+            enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats,
+            grow_rounds=self.direct_grow_rounds)
+        if self.direct_max_move is not None:
+            # Damped Newton: a solve whose linearisation moves some segment's surface farther than
+            # ``direct_max_move`` is scaled down to that (positions, λ and the contact impulses alike)
+            reach = np.linalg.norm(dx[:, :3], axis=1) + (0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]) \
+                * np.linalg.norm(dx[:, 3:], axis=1)
+            far = float(reach.max(initial=0.0))
+            if far > self.direct_max_move:
+                scale = self.direct_max_move / far
+                dx, dl_joint, dl_c, dl_t = dx * scale, dl_joint * scale, dl_c * scale, dl_t * scale
+                self.damped_solves += 1
+        self.solve_log.append((stats["rounds"], stats["converged"]))
+        if stats["friction_checked"] is not None:
+            self.friction_log.append(stats["friction_checked"])
+        self.normal_impulse = np.maximum(lam + dl_c, 0.0)
+        if friction is not None:
+            # the last round's impulses, kept inside the box μ λ_n (rows that still violate it are clamped)
+            bound = (self.mu * self.normal_impulse)[:, None]
+            lt = np.clip(friction.lam + dl_t, -bound, bound)
+            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+            self._sliding = friction.sliding
+        sim.lam += dl_joint
+        f = sim.free_index
+        sim.positions[f] += dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
+
+    def _friction_rows(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, at):
+        """Two tangential rows per contact for the direct solve: C_t, the relative displacement of the two
+        material points since the start of the step along t₁ (the slip direction, so the box is the cone
+        for a sliding contact) and t₂ = n × t₁. Returns the rows and the basis (t₁, t₂).
+
+        Between two segments the material points are where the surfaces touch, r_a and r_b off the axes
+        along ∓n: two coils turning together (a stack of coils tipping over) do not slip there, while
+        their axis points do (ω × (r_a + r_b) n), so friction at the axes would lock a stack against
+        tipping. Against a collider the axis point is kept: at the surface point the friction torque
+        about the axis (μ λ_n r) makes the active set of a rod sliding down a slope cycle and the rod
+        stop (docs/notes/contacts.md); the price is that a rod cannot roll on a collider without slipping."""
+        env = b["env"]
+        rad_a = np.where(env, 0.0, self.radius[b["sa"]])
+        rad_b = np.where(env, 0.0, self.radius[b["sb"]])
+        off_a = self._surface_offsets(za, -rad_a, np.einsum("kji,kj->ki", rot_a, n))   # body frames (k, 3)
+        off_b = self._surface_offsets(zb, rad_b, np.einsum("kji,kj->ki", rot_b, n))
+        start_a = b["x0_a"] + np.einsum("kij,kj->ki", b["r0_a"], off_a)
+        start_b = np.where(env[:, None], self._anchors(b, pb), b["x0_b"] + np.einsum("kij,kj->ki", b["r0_b"], off_b))
+        rel = (pa - rad_a[:, None] * n - start_a) - (pb + rad_b[:, None] * n - start_b)
+        tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
+        slip = np.sqrt(np.einsum("ij,ij->i", tang, tang))
+        # no slip yet: any tangent (the axis least along n crossed with n)
+        helper = np.eye(3)[np.argmin(np.abs(n), axis=1)]
+        perp = np.cross(n, helper)
+        perp /= np.linalg.norm(perp, axis=1)[:, None]
+        moving = slip > 1e-12 * self.rest
+        t1 = np.where(moving[:, None], tang / np.maximum(slip, 1e-300)[:, None], perp)
+        t2 = np.cross(n, t1)
+        ga, gb, c_t, lam_t = [], [], [], []
+        for t in (t1, t2):
+            ta_body, tb_body = np.einsum("kji,kj->ki", rot_a, t), np.einsum("kji,kj->ki", rot_b, t)
+            ga.append(np.concatenate((t, np.cross(off_a, ta_body)), axis=1))      # ∂C_t/∂(x, δφ_body)
+            gb.append(-np.concatenate((t, np.cross(off_b, tb_body)), axis=1))
+            c_t.append(np.einsum("ij,ij->i", t, rel))
+            lam_t.append(np.einsum("ij,ij->i", t, self.tangent_impulse))
+        c_t, lam_t = np.stack(c_t, axis=1), np.stack(lam_t, axis=1)
+        # a sliding row keeps sliding against its slip (t₁ turns with it; t₂ along the old impulse)
+        sliding = np.where(self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1,
+                                                        np.sign(lam_t)), 0).astype(np.int8)
+        alpha = np.full(c_t.shape, max(at, self.friction_compliance / (sim.dt * sim.dt)))
+        rows = FrictionRows(np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t,
+                            self.mu, sliding)
+        return rows, (t1, t2)

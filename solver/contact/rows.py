@@ -1,0 +1,238 @@
+"""Contact rows: where the two points of each contact are in the current iterate, its normal, and the
+generalised inverse masses and gradients every response (Gauss–Seidel, through the tree, direct) uses.
+
+Segment–segment rows slide: the closest points of two crossing axes, or a joint point against the
+closest point of the other axis, are found again in every solve; a row at a joint point keeps its normal
+within the capsule chain's normal cone there. Collider rows keep their material point and frozen normal,
+except edge rows, which slide along both the axis and the edge.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import quaternion as quat
+from .colliders import closest_point_parameter, closest_points_on_segments
+
+
+def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
+    """J x for contact rows: each row's gradients ``ga``/``gb`` (k, 6) against the free-segment vector
+    ``x`` (n_free, 6) at its free indices ``fa``/``fb`` (−1: that side is a collider or pinned)."""
+    out = np.zeros(fa.size)
+    for g, fs in ((ga, fa), (gb, fb)):
+        ok = fs >= 0
+        out[ok] += np.einsum("ij,ij->i", g[ok], x[fs[ok]])
+    return out
+
+
+class ContactRows:
+    """Row geometry for :class:`~solver.contact.contacts.Contacts` (reads its step state: ``za``, ``zb``,
+    ``normal``, ``rest``, ``point_b`` and the topology of :class:`~solver.contact.candidates.ContactCandidates`)."""
+
+    def _points(self, sim, b):
+        """Rotations, axis coordinates z [m] and world points of both sides of a batch. Segment–segment
+        contacts take the closest points of the two axes at the current pose (the crossing point
+        slides along both segments as they move; in the direct batch a joint point's row may move over
+        a joint of b's rod, ``_follow_over_joints``); collider contacts keep their material point, except
+        edge rows: the closest points of a's axis and the edge."""
+        idx, sa, sb, env = b["idx"], b["sa"], b["sb"], b["env"]
+        rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sb])
+        xa, xb = sim.positions[sa], sim.positions[sb]
+        axis_a, axis_b = rot_a[:, :, 2], rot_b[:, :, 2]
+        za, zb = self.za[idx], self.zb[idx]
+        pa = xa + za[:, None] * axis_a
+        if not b["all_env"]:
+            ha, hb = b["half_a"][:, None] * axis_a, b["half_b"][:, None] * axis_b
+            both, one = b["slide_both"], b["slide_b"]
+            if both.any():
+                s, t = closest_points_on_segments(xa - ha, xa + ha, xb - hb, xb + hb)
+                za = np.where(both, (2.0 * s - 1.0) * b["half_a"], za)
+                zb = np.where(both, (2.0 * t - 1.0) * b["half_b"], zb)
+                pa = xa + za[:, None] * axis_a
+            if one.any():
+                t = closest_point_parameter(pa, xb - hb, xb + hb)
+                follow = self.response == "direct" and b is self._all       # the direct solve's own batch
+                if follow and self._follow_over_joints(sim, b, one, pa, xb + (2.0 * t - 1.0)[:, None] * hb, t):
+                    return self._points(sim, b)
+                zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
+        pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
+        e = b["edge"]
+        if e.size:
+            # edge rows: the closest points of a's axis and the edge, found again in every solve
+            he, ends = b["half_a"][e, None] * axis_a[e], b["ends1"]
+            s, t = closest_points_on_segments(xa[e] - he, xa[e] + he, ends[:, 0], ends[:, 1])
+            za = za.copy()
+            za[e] = (2.0 * s - 1.0) * b["half_a"][e]
+            pa[e] = xa[e] + za[e, None] * axis_a[e]
+            pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
+        return rot_a, rot_b, za, zb, pa, pb
+
+    def _follow_over_joints(self, sim, b, one, pa, pb, t) -> bool:
+        """Move joint-point-against-axis rows (``one``) whose closest point is the joint at an end of b's
+        axis onto the segment across that joint where that one is closer (the direct solve's batch only:
+        it edits the rows' b side in ``b``, which a Gauss–Seidel colour's merge and colouring assume
+        fixed). Returns whether any row moved.
+
+        Rows are made once per step, each against the segment its joint point faced at the start, and
+        slide along that axis only; a coil sliding along its neighbour carries the contact over the joint
+        onto the next segment within a step, where no other row holds it (docs/notes/contacts.md)."""
+        rows = np.flatnonzero(one & ((t >= 1.0) | (t <= 0.0)))
+        if rows.size == 0:
+            return False
+        cur = b["sb"][rows]
+        nxt = np.where(t[rows] >= 1.0, self._succ[cur], self._pred[cur])
+        n = self.model.n_segments
+        # each row's joint point (an id of the vertex table) and the two segments that own it
+        sa, za = b["sa"], self.za[b["idx"]]
+        vertex = np.where(one, np.where(za < 0.0, self._vid_lo[sa], self._vid_hi[sa]), -1)
+        own, other = sa[rows], self._v_other[vertex[rows]]
+        safe = np.maximum(nxt, 0)
+        ok = (nxt >= 0) & (nxt != own) & (nxt != other)
+        ok &= ~np.isin(np.minimum(own, safe) * n + np.maximum(own, safe), self._excluded)
+        ok &= ~np.isin(np.minimum(other, safe) * n + np.maximum(other, safe), self._excluded)
+        rows, nxt = rows[ok], nxt[ok]
+        if rows.size == 0:
+            return False
+        axis = quat.rotate(sim.orientations[nxt], np.tile([0.0, 0.0, 1.0], (nxt.size, 1)))
+        h = 0.5 * self.model.lengths[nxt, None] * axis
+        xn = sim.positions[nxt]
+        tn = closest_point_parameter(pa[rows], xn - h, xn + h)
+        pn = xn + (2.0 * tn - 1.0)[:, None] * h
+        # clearly closer (a rod crossing another at a joint would flip between the two sides every solve),
+        # and not onto a segment this joint point already has a row against (two equal rows)
+        closer = np.linalg.norm(pa[rows] - pn, axis=1) < np.linalg.norm(pa[rows] - pb[rows], axis=1) \
+            - 0.01 * self.rest[b["idx"][rows]]
+        held = np.isin(vertex[rows] * n + nxt, vertex[one] * n + b["sb"][one])
+        closer &= ~held
+        rows, nxt = rows[closer], nxt[closer]
+        if rows.size == 0:
+            return False
+        x0, q0 = self._start
+        b["sb"][rows] = nxt
+        b["x0_b"][rows], b["r0_b"][rows] = x0[nxt], quat.to_matrix(q0[nxt])
+        b["half_b"][rows] = 0.5 * self.model.lengths[nxt]
+        b["inv_m_b"][rows], b["inv_i_b"][rows] = self._inv_mass[nxt], self._inv_inertia[nxt]
+        return True
+
+    @staticmethod
+    def _anchors(b, pb):
+        """Where each collider contact's collider point was at the start of the step [m] (k, 3); an edge
+        row's slides along the edge with pb."""
+        e = b["edge"]
+        if e.size == 0:
+            return b["anchor_b"]
+        ends1, ends0 = b["ends1"], b["ends0"]
+        t = closest_point_parameter(pb[e], ends1[:, 0], ends1[:, 1])
+        out = b["anchor_b"].copy()
+        out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0])
+        return out
+
+    def _normals(self, sim, b, za, zb, pa, pb):
+        """Contact normals: the frozen one for colliders; between segments the current direction of the
+        closest points unless it has flipped against the frozen one (the axes passed each other), kept
+        within the normal cone of each side's joint point (``_vertex_cone``)."""
+        n = self.normal[b["idx"]]
+        if b["all_env"] and b["edge"].size == 0:
+            return n
+        d = pa - pb
+        dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+        cur = d / np.maximum(dist, 1e-300)[:, None]
+        use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
+        n = np.where(use[:, None], cur, n)
+        if not b["all_env"]:
+            body = ~b["env"] & ~b["slide_both"]             # rows at joint points
+            n = self._vertex_cone(sim, b["sa"], za, b["half_a"], n, body)
+            n = -self._vertex_cone(sim, b["sb"], zb, b["half_b"], -n, body)
+        e = b["edge"]
+        if e.size:
+            # the wedge's normal where the rod is clear of it; where it overlaps (the prediction of a
+            # step drops a rod resting on an edge by gΔt² ≈ r) the direction from the edge is noise (the
+            # front face's normal would push a rod sliding over the edge forward), so the normal found at
+            # the start of the step, where the rod does not overlap: its plane touches the wedge grown by
+            # r, so meeting it clears the wedge too
+            wedge, depth = self._wedge_normals(d[e], b["faces"][:, 0], b["faces"][:, 1], with_distance=True)
+            n[e] = np.where((depth >= self.rest[b["idx"][e]])[:, None], wedge, n[e])
+        return n
+
+    def _vertex_cone(self, sim, seg, z, half, n, rows):
+        """Normals n (k, 3) pushing on ``seg`` at axis coordinate z, kept within the normal cone of the
+        capsule chain where z is a joint point (an end of the segment; ``rows`` masks the rows to treat).
+
+        Of the sphere about a joint point, only the outward normals o with o·t_in ≥ 0 and o·t_out ≤ 0 lie
+        on the chain's surface (t_in: the segment's axis toward the joint, t_out: the next segment's axis
+        away from it; a free end has no t_out, so its whole cap is surface), and a normal pushing on the
+        segment is n = −o: a straight rod has n ⟂ t there. A normal tilted beyond that
+        cone (a joint point just past the point where another rod crosses this one) would push the rod
+        along its own axis like a ball on top of a cylinder, an unstable equilibrium: a rod resting
+        across two others would slide off along its axis from rest, without friction, its speed growing
+        by about a third every 10 ms step (tests/test_collision.py; a ball of radius r on a cylinder of
+        radius r: e^(Δt √(g/2r)) = 1.37 per step for r = 5 mm). Projected onto the cone (one half space,
+        then the other), such a row pushes as the capsules' common normal does."""
+        at_end = rows & (np.abs(np.abs(z) - half) <= 1e-9 * half)
+        i = np.flatnonzero(at_end)
+        if i.size == 0:
+            return n
+        t_in, t_out, has = self._joint_axes(sim.orientations, seg[i], z[i])
+        m = n[i].copy()
+        # n pushes seg away from the other body, which lies along the outward normal o = −n
+        m -= np.maximum(np.einsum("ij,ij->i", m, t_in), 0.0)[:, None] * t_in
+        m -= (has * np.minimum(np.einsum("ij,ij->i", m, t_out), 0.0))[:, None] * t_out
+        norm = np.linalg.norm(m, axis=1)
+        ok = norm > 1e-6
+        n = n.copy()
+        n[i[ok]] = m[ok] / norm[ok, None]
+        return n
+
+    def _joint_axes(self, q, seg, z):
+        """At the joint point z = ±l/2 of each segment: t_in, its axis toward the joint, t_out, the next
+        segment's axis away from it (k, 3), and whether there is a next segment (a free end has none)."""
+        s = np.sign(z)
+        nxt = np.where(s > 0, self._succ[seg], self._pred[seg])
+        ez = np.tile([0.0, 0.0, 1.0], (seg.size, 1))
+        t_in = s[:, None] * quat.rotate(q[seg], ez)
+        t_out = s[:, None] * quat.rotate(q[np.maximum(nxt, 0)], ez)
+        return t_in, t_out, nxt >= 0
+
+    def _cone_excess(self, q, seg, z, n):
+        """How far n (k, 3), pushing on ``seg`` at its joint point z, lies outside the chain's normal cone
+        there (``_vertex_cone``): max(n·t_in, −n·t_out) (≤ 0 inside; up to 1)."""
+        t_in, t_out, has = self._joint_axes(q, seg, z)
+        return np.maximum(np.einsum("ij,ij->i", n, t_in), np.where(has, -np.einsum("ij,ij->i", n, t_out), -1.0))
+
+    @staticmethod
+    def _inverse_mass(inv_m, inv_i, z, d_body):
+        """Generalised inverse mass ``w = 1/m + (r×d)ᵀ I⁻¹ (r×d)`` of the axis point r = z·e₃ (body frame)
+        along d: ``r×d = z (−d_y, d_x, 0)`` in the body frame."""
+        return inv_m + z * z * (inv_i[:, 0] * d_body[:, 1] ** 2 + inv_i[:, 1] * d_body[:, 0] ** 2)
+
+    @staticmethod
+    def _apply(sim, seg, rot, inv_m, inv_i, z, impulse, merge):
+        """Eq. 20: Δx = M⁻¹ Jᵀ Δλ for position impulses at axis points z (summed per segment by ``merge``)."""
+        p_body = np.einsum("kji,kj->ki", rot, impulse)
+        dx = inv_m[:, None] * impulse
+        dphi = np.zeros_like(p_body)
+        dphi[:, 0] = -inv_i[:, 0] * z * p_body[:, 1]
+        dphi[:, 1] = inv_i[:, 1] * z * p_body[:, 0]
+        if merge is not None:
+            seg, inv = merge
+            dx = np.stack([np.bincount(inv, dx[:, c], seg.size) for c in range(3)], axis=1)
+            dphi = np.stack([np.bincount(inv, dphi[:, c], seg.size) for c in range(3)], axis=1)
+        sim.positions[seg] += dx
+        sim.orientations[seg] = quat.integrate_body(sim.orientations[seg], dphi)
+
+    @staticmethod
+    def _surface_offsets(z, signed_radius, n_body):
+        """Body-frame offsets [m] of surface points: the axis point z e₃ plus ``signed_radius`` along the
+        normal n (given in the body frame)."""
+        off = signed_radius[:, None] * n_body
+        off[:, 2] += z
+        return off
+
+    def _free_gradients(self, sim, b, n, za, zb, na_body, nb_body):
+        """Free index of each side (−1: pinned or a collider) and the generalised gradient (k, 6) of a unit
+        normal row on it: ∂C/∂(x, δφ_body) = (±n, ±z e₃ × Rᵀn)."""
+        free_of = np.full(self.model.n_segments, -1)
+        free_of[sim.free_index] = np.arange(sim.free_index.size)
+        fa, fb = free_of[b["sa"]], np.where(b["env"], -1, free_of[b["sb"]])
+        ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
+        gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
+        return fa, fb, ga, gb

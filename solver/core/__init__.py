@@ -1,0 +1,19 @@
+"""The core layer: Deul et al., "Direct Position-Based Solver for Stiff Rods". A rod or tree is a forest of
+rigid segments (``model``, with unit quaternions in ``quaternion``) joined by the combined zero-stretch,
+bending and twisting constraint of Eq. 23 (``joint_constraint``). Each XPBD step (``timestep``) solves the
+joints' KKT system directly, in linear time: banded for chains (``kkt_chain``), by tree contraction for
+trees (``kkt_tree``, with the 6×6 pivots of ``definite_blocks``). ``gauss_seidel`` is the iterative XPBD
+baseline the paper compares against (``gs_ordering``: the sweep orders of the position-based rod models),
+``loop_closing`` solves the joints that close loops, and ``fracture`` breaks joints whose bending strain
+passes the rupture strain.
+"""
+from .fracture import RUPTURE_STRAIN, Fracture
+from .kkt_chain import ChainKKT
+from .kkt_tree import TreeKKT
+from .loop_closing import LoopClosingConstraints
+from .model import DEFAULT_STRETCH_COMPLIANCE, JointSet, RodModel, cross_section_moments, rod_from_polyline
+from .timestep import NonFiniteStateError, Simulator, StepReport
+
+__all__ = ["RodModel", "JointSet", "rod_from_polyline", "cross_section_moments", "DEFAULT_STRETCH_COMPLIANCE",
+           "Simulator", "StepReport", "NonFiniteStateError", "TreeKKT", "ChainKKT", "LoopClosingConstraints",
+           "Fracture", "RUPTURE_STRAIN"]
