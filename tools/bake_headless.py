@@ -2,8 +2,8 @@
 
 With Debian's Blender 3.4 (legacy add-on zip):
     blender -b sample_blends/white_birch.blend --python tools/bake_headless.py -- --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --storm --out baked.blend
-With the bpy module (Blender 4.2+ extension zip):
-    python3 tools/bake_headless.py --blend sample_blends/white_birch.blend --zip dist/stiff_rods-0.1.0.zip --frames 1 48 --out baked.blend
+With the bpy module (the Blender 4.2+ extension zip for your platform):
+    python3 tools/bake_headless.py --blend sample_blends/white_birch.blend --zip dist/stiff_rods-0.1.0-linux_x64.zip --frames 1 48 --out baked.blend
 
 Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
 folder and imported from there; the extension zip is installed into a temporary Blender user profile
@@ -32,6 +32,7 @@ import zipfile
 PACKAGE = "stiff_rods"
 # Set in a Blender that this script restarted with a temporary profile: that folder, removed at exit.
 PROFILE_ENV = "STIFF_RODS_BAKE_PROFILE"
+PROFILE_PREFIX = "stiff_rods_bake_"
 USER_DIRS = {"BLENDER_USER_RESOURCES": "resources", "BLENDER_USER_CONFIG": "config",
              "BLENDER_USER_SCRIPTS": "scripts", "BLENDER_USER_DATAFILES": "datafiles",
              "BLENDER_USER_EXTENSIONS": "extensions"}
@@ -87,13 +88,19 @@ def temporary_profile():
 
     atexit runs after Blender's own exit handling (the bpy module registers its handler when imported,
     after this one; the executable finalises Python last), so the profile outlives the add-on."""
-    path = os.environ.get(PROFILE_ENV) or tempfile.mkdtemp(prefix="stiff_rods_bake_")
+    path = restarted_profile() or tempfile.mkdtemp(prefix=PROFILE_PREFIX)
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.environ[PROFILE_ENV] = path
     for var, sub in USER_DIRS.items():
         os.makedirs(os.path.join(path, sub), exist_ok=True)
         os.environ[var] = os.path.join(path, sub)
     return path
+
+
+def restarted_profile():
+    """The temporary profile this Blender was restarted with, if any (only a folder this script made)."""
+    path = os.environ.get(PROFILE_ENV)
+    return path if path and os.path.basename(path).startswith(PROFILE_PREFIX) and os.path.isdir(path) else None
 
 
 @contextlib.contextmanager
@@ -249,15 +256,15 @@ def bake(bpy, args, source, arm, how):
 def main():
     args = parse()
     in_blender = "bpy" in sys.modules                  # run by a Blender executable, not the bpy module
-    isolate = args.zip and not args.install_to_profile
+    isolate = bool(args.zip) and not args.install_to_profile
     profile = None
-    if isolate and (not in_blender or os.environ.get(PROFILE_ENV)):
+    if isolate and (not in_blender or restarted_profile()):
         profile = temporary_profile()                  # before `import bpy` reads the profile
     import bpy
     if isolate and profile is None and args.kind == "extension" and bpy.app.version >= (4, 2, 0):
         restart_with_temporary_profile(bpy)
     if isolate and profile is None:                    # legacy zip in the user's Blender: a folder for it
-        profile = tempfile.mkdtemp(prefix="stiff_rods_bake_")
+        profile = tempfile.mkdtemp(prefix=PROFILE_PREFIX)
         atexit.register(shutil.rmtree, profile, ignore_errors=True)
     try:
         source, arm = load(bpy, args)

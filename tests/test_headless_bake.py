@@ -1,0 +1,176 @@
+"""tools/bake_headless.py as a new user runs it: the README's command-1 bake line, taken from README.md
+(frames shortened for CI time), under a temporary HOME that already holds a Blender 3.4 profile; and the
+bpy-module path with the extension zip. The user's profile must come out byte-for-byte untouched
+(files, sizes, mtimes), the output must be the summary and nothing else of the tool's, and the baked
+.blend and the leaves' point cache must be where the summary says.
+"""
+import glob
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FRAMES = (1, 6)
+TIMEOUT = 900
+SUMMARY = "Stiff Rods: baked "
+BLEND_COMPRESSED = (b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00")   # zstd, gzip magic: a compressed .blend
+STIFF_RODS_ENV = "STIFF_RODS_BAKE_PROFILE"     # set by the tool for a Blender it restarts
+
+needs_blender = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
+
+
+def readme_bake_command():
+    """The `blender -b ... bake_headless.py ...` part of the first code block of README.md."""
+    block = re.search(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert block, "README.md has no ```sh code block"
+    parts = [p.strip() for line in block.group(1).splitlines() if not line.startswith("#")
+             for p in line.split("&&") if "bake_headless.py" in p]
+    assert len(parts) == 1, f"expected one bake_headless.py command in README's first code block: {parts}"
+    assert re.search(r"\bblender -b ", parts[0]), parts[0]
+    return parts[0]
+
+
+def user_env(home, tmp=None):
+    """A user's environment with ``home`` as HOME: no BLENDER_USER_*/XDG_* override sends Blender
+    elsewhere, so its default profile is ``home/.config/blender``; temporary files go to ``tmp``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BLENDER_USER_", "XDG_", STIFF_RODS_ENV))}
+    env.update(HOME=str(home), TMPDIR=str(tmp or tempfile.gettempdir()))
+    return env
+
+
+def make_home(tmp_path, version):
+    """A HOME with an existing Blender profile: a preferences-like file and an (empty) add-ons folder,
+    dated in the past so that a rewrite shows in the mtimes."""
+    home = tmp_path / "home"
+    profile = home / ".config" / "blender" / version
+    (profile / "scripts" / "addons").mkdir(parents=True)
+    (profile / "config").mkdir()
+    (profile / "config" / "bookmarks.txt").write_text("[Bookmarks]\n/home/user/trees\n")
+    for path in home.rglob("*"):
+        os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    return home
+
+
+def snapshot(folder):
+    """Every file and folder under ``folder``: relative path -> (kind, size, mtime in ns)."""
+    return {str(p.relative_to(folder)): (p.is_dir(), p.stat().st_size if p.is_file() else 0, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+def pc2_header(path):
+    """(points, start frame, samples) of a PC2 point cache (signature, version, points, start, rate, samples)."""
+    with open(path, "rb") as fh:
+        sig, version, points, start, rate, samples = struct.unpack("<12siiffi", fh.read(32))
+    assert sig == b"POINTCACHE2\0" and version == 1 and rate == 1.0
+    assert os.path.getsize(path) == 32 + 12 * points * samples
+    return points, start, samples
+
+
+def summary_paths(lines):
+    """The .blend and cache paths named by the summary lines."""
+    saved = [l.split(":", 1)[1].strip() for l in lines if l.strip().startswith("saved:")]
+    caches = [l.split(":", 1)[1].strip() for l in lines if l.strip().startswith("cache:")]
+    return saved, caches
+
+
+def check_output(proc, work, out_name, tmp, baseline=()):
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{output[-6000:]}"
+    lines = proc.stdout.splitlines()
+    assert sum(l.startswith(SUMMARY) for l in lines) == 1, output
+    assert sum("Saved" in l for l in output.splitlines()) <= 1, output
+    for noise in ("addon_utils.disable", "Total files", "Modules Installed", "STATUS "):
+        assert noise not in output, f"{noise!r} in the output:\n{output}"
+    assert not list(work.rglob("*.blend1")), "a .blend1 backup was left"
+    out = work / out_name
+    pc2 = work / "leaves_stiff_rods.pc2"
+    assert out.read_bytes()[:7] == b"BLENDER" or out.read_bytes()[:4] in BLEND_COMPRESSED, "not a .blend"
+    assert pc2_header(pc2)[1:] == (float(FRAMES[0]), FRAMES[1] - FRAMES[0] + 1)
+    assert summary_paths(lines) == ([str(out)], [str(pc2)])
+    # everything printed beyond Blender's own start/quit lines is the summary: what, add-on, .blend, cache
+    own = [l for l in lines if l.strip() and l not in baseline and "Read blend:" not in l and l != "Blender quit"]
+    assert len(own) == 4 and own[0].startswith(SUMMARY) and own[1].startswith("  add-on: "), output
+    assert not list(tmp.glob("stiff_rods*")), "the tool's temporary folder was left"
+
+
+@pytest.fixture(scope="module")
+def legacy_dist(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--legacy-only", "--out", str(out)],
+                   check=True, cwd=ROOT, timeout=300, capture_output=True)
+    return out
+
+
+def work_dir(tmp_path, dist=None):
+    """A checkout-like working folder (the README command's relative paths), with ``dist`` as dist/."""
+    work = tmp_path / "work"
+    (work / "tools").mkdir(parents=True)
+    shutil.copy2(ROOT / "tools" / "bake_headless.py", work / "tools")
+    shutil.copytree(ROOT / "sample_blends", work / "sample_blends")
+    if dist is not None:
+        shutil.copytree(dist, work / "dist")
+    return work
+
+
+@needs_blender
+def test_readme_command_bakes_without_touching_the_blender_profile(legacy_dist, tmp_path):
+    command = readme_bake_command()
+    assert re.search(r"--frames \d+ \d+", command), command
+    argv = shlex.split(re.sub(r"--frames \d+ \d+", f"--frames {FRAMES[0]} {FRAMES[1]}", command))
+    out_name = argv[argv.index("--out") + 1]
+    blender_version = re.search(r"Blender (\d+\.\d+)", subprocess.run(
+        ["blender", "--version"], capture_output=True, text=True, timeout=120, env=user_env(tmp_path)).stdout)[1]
+    home = make_home(tmp_path, blender_version)
+    before = snapshot(home / ".config" / "blender")
+    # Blender's own start-up lines in this environment (locale, audio warnings...), not the tool's
+    base_home = tmp_path / "base-home"
+    base_home.mkdir()
+    baseline = subprocess.run(["env", "-u", "PYTHONPATH", "PATH=/usr/bin:/bin", "blender", "-b", "--factory-startup",
+                               "--python-expr", "pass"], capture_output=True, text=True, timeout=300,
+                              env=user_env(base_home)).stdout.splitlines()
+    work = work_dir(tmp_path, legacy_dist)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
+    # PWD as a shell sets it: Blender resolves the relative .blend and --python paths against $PWD
+    proc = subprocess.run(argv, cwd=work, env=dict(user_env(home, tmp), PWD=str(work)), capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+    check_output(proc, work, out_name, tmp, baseline)
+    assert f"Read blend: {work / 'sample_blends'}" in proc.stdout, "Blender did not run in the working folder"
+    assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"
+
+
+def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path):
+    if importlib.util.find_spec("bpy") is None:
+        pytest.skip("the bpy module is not installed (python3 -m pip install -r requirements-dev.txt)")
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--platforms", "linux-x64",
+                    "--require-extension", "--out", str(dist)], check=True, cwd=ROOT, timeout=900,
+                   capture_output=True)
+    ext = [z for z in glob.glob(str(dist / "*.zip")) if not z.endswith("-legacy.zip")]
+    assert len(ext) == 1, ext
+    home = make_home(tmp_path, "5.0")
+    before = snapshot(home / ".config" / "blender")
+    work = work_dir(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
+    proc = subprocess.run([sys.executable, "tools/bake_headless.py", "--blend", "sample_blends/white_birch.blend",
+                           "--zip", ext[0], "--frames", str(FRAMES[0]), str(FRAMES[1]),
+                           "--out", "baked.blend"],
+                          cwd=work, env=dict(user_env(home, tmp), PWD=str(work)), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+    check_output(proc, work, "baked.blend", tmp)
+    assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"
