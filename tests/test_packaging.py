@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "blender_manifest.toml"
 ROOT_INIT = ROOT / "__init__.py"
 CI_RUN = ROOT / ".ci" / "run"
+TYPECHECK = ROOT / ".ci" / "typecheck"
+PYPROJECT = ROOT / "pyproject.toml"
 README = ROOT / "README.md"
 TEST_COMMAND = ".venv/bin/python -m pytest -q tests"
 
@@ -129,3 +131,41 @@ def test_readme_documents_test_command():
     if not README.exists():
         pytest.skip("README.md not written yet")
     assert TEST_COMMAND in README.read_text(encoding="utf-8")
+
+
+def _requirement_lines(path):
+    """Requirement lines of a pip requirements file, without comments and `-r` includes."""
+    lines = (line.split(" #")[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith(("#", "-r"))]
+
+
+def test_pyproject_matches_manifest_and_requirements(manifest):
+    """pyproject.toml repeats what the manifest and the requirements files say; they must agree."""
+    with PYPROJECT.open("rb") as fh:
+        project = tomllib.load(fh)["project"]
+    assert project["version"] == manifest["version"]
+    assert ["SPDX:" + project["license"]] == manifest["license"]
+    assert project["dependencies"] == _requirement_lines(ROOT / "requirements.txt")
+    extras = project["optional-dependencies"]
+    assert extras["dev"] == _requirement_lines(ROOT / "requirements-dev.txt")
+    assert extras["benchmarks"] == _requirement_lines(ROOT / "benchmarks" / "requirements.txt")
+
+
+def test_type_stubs_are_the_oldest_supported_blender(manifest):
+    """fake-bpy-module's stubs are pinned, for the Blender major.minor of blender_version_min."""
+    requirements = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")
+    match = re.search(r"^fake-bpy-module-(\d+)\.(\d+)==\d+$", requirements, flags=re.MULTILINE)
+    assert match, "fake-bpy-module-X.Y==VERSION not pinned in requirements-dev.txt"
+    assert tuple(map(int, match.groups())) == _version_tuple(manifest["blender_version_min"])[:2]
+
+
+def test_ci_runs_static_checks_before_tests():
+    lines = CI_RUN.read_text(encoding="utf-8").splitlines()
+    test_line = next(i for i, line in enumerate(lines) if line.startswith(TEST_COMMAND))
+    for command in (".venv/bin/ruff check ", ".venv/bin/ruff format --no-cache --check ", ".ci/typecheck "):
+        found = [i for i, line in enumerate(lines) if line.startswith(command)]
+        assert found and found[0] < test_line, command
+        assert lines[found[0]].endswith("|| checks=1"), "a failing check must fail CI"
+    assert os.access(TYPECHECK, os.X_OK)
+    typecheck = TYPECHECK.read_text(encoding="utf-8")
+    assert "-p stiff_rods.addon -p stiff_rods.solver" in typecheck
