@@ -25,4 +25,5 @@ def unregister():
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
     from .session import SESSIONS
+
     SESSIONS.clear()

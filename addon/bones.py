@@ -8,6 +8,7 @@ span's control points, envelope radii = the points' radii, envelope distance 1 m
 branch parented to the bone of the parent span it grows from (not connected), the others connected in a
 chain. Free Bake removes exactly those bones (their names are kept on the armature object).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import numpy as np
 from ..solver.core import quaternion as quat
 
 ADDED_BONES = "stiff_rods_added_bones"
-ENVELOPE_DISTANCE = 0.001     # m, Sapling's
+ENVELOPE_DISTANCE = 0.001  # m, Sapling's
 
 
 @dataclass
@@ -26,6 +27,7 @@ class BonePlan:
     """New bones, parents first: ``names``, ``parents`` (a bone name, existing or new, or None), ``head``
     and ``tail`` (k, 3) in armature space, envelope ``radius`` (k, 2) at head and tail, the model
     ``segments`` (k,) whose motion each bone follows."""
+
     names: list
     parents: list
     head: np.ndarray
@@ -42,12 +44,12 @@ def plan_missing_bones(session) -> BonePlan | None:
     missing = [b for b in range(len(src.branches)) if b not in have]
     if arm is None or not missing:
         return None
-    covering = {}                       # (branch, span) -> bone name, for the parents of new branches
+    covering = {}  # (branch, span) -> bone name, for the parents of new branches
     for name, (b, k) in zip(src.bone_names, src.bone_span):
         covering[(int(b), int(k))] = name
 
     def bone_at(branch, span):
-        while span >= 0:                # a Sapling bone may span several points (boneStep): the last start ≤ span
+        while span >= 0:  # a Sapling bone may span several points (boneStep): the last start ≤ span
             name = covering.get((branch, span))
             if name is not None:
                 return name
@@ -58,7 +60,7 @@ def plan_missing_bones(session) -> BonePlan | None:
     existing = set(arm.data.bones.keys())
     parent_of = session.branch_map.branch_parent
     order, placed = [], set(have)
-    while len(order) < len(missing):    # parents before children
+    while len(order) < len(missing):  # parents before children
         progress = False
         for b in missing:
             if b in placed:
@@ -90,15 +92,18 @@ def plan_missing_bones(session) -> BonePlan | None:
             tails.append(local[k + 1])
             radii.append((rad[k], rad[k + 1]))
             segs.append(session.branch_map.span_segment[b][k])
-    return BonePlan(names, parents, np.array(heads), np.array(tails), np.array(radii, dtype=float),
-                    np.array(segs, dtype=np.int64))
+    return BonePlan(
+        names, parents, np.array(heads), np.array(tails), np.array(radii, dtype=float), np.array(segs, dtype=np.int64)
+    )
 
 
 def check_editable(arm) -> None:
     """Raise ValueError unless ``arm`` can enter edit mode (in the view layer, visible)."""
     if arm.name not in bpy.context.view_layer.objects or not arm.visible_get():
-        raise ValueError(f"Bones for All Branches: armature '{arm.name}' must be visible to add bones; unhide it "
-                         "or turn the setting off")
+        raise ValueError(
+            f"Bones for All Branches: armature '{arm.name}' must be visible to add bones; unhide it "
+            "or turn the setting off"
+        )
 
 
 def _edit_mode(arm):

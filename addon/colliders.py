@@ -13,6 +13,7 @@ rigidly with its animated transform (location and rotation; a changing scale or 
 followed), read at every simulated frame and interpolated across substeps. Friction μ is the rod
 object's *Friction* setting. Hidden objects (viewport) and the simulated objects themselves are ignored.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,17 +22,22 @@ from ..solver.core import quaternion as quat
 from ..solver.contact.colliders import Box, Mesh
 from .frames import FramePoses, rigid
 
-FLAT_TOLERANCE = 1e-4        # relative to the mesh's size
+FLAT_TOLERANCE = 1e-4  # relative to the mesh's size
 CELLS_ALONG_LONGEST = 48
-BOX_THICKNESS = 0.05         # of the plane's extent
+BOX_THICKNESS = 0.05  # of the plane's extent
 
 
 def collision_objects(scene, exclude=()):
     """Visible mesh objects of ``scene`` with a Collision modifier, except the objects in ``exclude``."""
     names = {o.name for o in exclude if o is not None}
-    return [o for o in scene.objects
-            if o.type == "MESH" and o.name not in names and not o.hide_viewport
-            and any(m.type == "COLLISION" for m in o.modifiers)]
+    return [
+        o
+        for o in scene.objects
+        if o.type == "MESH"
+        and o.name not in names
+        and not o.hide_viewport
+        and any(m.type == "COLLISION" for m in o.modifiers)
+    ]
 
 
 def _world_triangles(obj):
@@ -53,7 +59,7 @@ class SceneCollider:
         v, f = _world_triangles(obj)
         if f.shape[0] == 0:
             raise ValueError(f"Collision object '{obj.name}' has no faces")
-        self.start = rigid(obj.matrix_world)           # world pose at the start frame
+        self.start = rigid(obj.matrix_world)  # world pose at the start frame
         self._frames = FramePoses(*self.start)
         # shape in the frame of the start pose, so the collider's pose(t) is the motion since the start
         t0, q0 = self.start
@@ -80,21 +86,23 @@ def _shape(name, v, f, pose):
     if size <= 0.0:
         raise ValueError(f"Collision object '{name}' has zero size")
     normal = vt[2]
-    if np.max(np.abs((v - centre) @ normal)) <= FLAT_TOLERANCE * size:       # flat: a thin box below it
+    if np.max(np.abs((v - centre) @ normal)) <= FLAT_TOLERANCE * size:  # flat: a thin box below it
         a, b = v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]
         if np.sum(np.cross(a, b) @ normal) < 0:
-            normal = -normal                                                  # the face side is "up"
+            normal = -normal  # the face side is "up"
         e1 = vt[0]
         e2 = np.cross(normal, e1)
         p1, p2 = (v - centre) @ e1, (v - centre) @ e2
         half = np.array([0.5 * (p1.max() - p1.min()), 0.5 * (p2.max() - p2.min()), 0.0])
-        half[2] = BOX_THICKNESS * max(half[0], half[1])          # 5 % of the extent 2·max(half)
+        half[2] = BOX_THICKNESS * max(half[0], half[1])  # 5 % of the extent 2·max(half)
         mid = centre + e1 * 0.5 * (p1.max() + p1.min()) + e2 * 0.5 * (p2.max() + p2.min()) - normal * half[2]
         orientation = quat.from_matrix(np.stack((e1, e2, normal), axis=1)[None])[0]
         return Box(mid, half, orientation, pose=pose)
     edges = np.sort(np.concatenate((f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]])), axis=1)
     _, counts = np.unique(edges, axis=0, return_counts=True)
     if np.any(counts != 2):
-        raise ValueError(f"Collision object '{name}' is an open mesh ({int(np.sum(counts != 2))} edges not shared by "
-                         "two faces): use a closed mesh, or a flat one (a plane)")
+        raise ValueError(
+            f"Collision object '{name}' is an open mesh ({int(np.sum(counts != 2))} edges not shared by "
+            "two faces): use a closed mesh, or a flat one (a plane)"
+        )
     return Mesh(v, f, cell_size=size / CELLS_ALONG_LONGEST, pose=pose)

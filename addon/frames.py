@@ -1,5 +1,6 @@
 """Poses read from Blender objects at the simulated frames: rotations out of world matrices, and the two
 latest samples interpolated across a frame's substeps (pin objects, hooks, animated colliders)."""
+
 from __future__ import annotations
 
 import numpy as np

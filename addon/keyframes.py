@@ -3,6 +3,7 @@
 Blender ≤ 4.3 keeps F-curves on ``Action.fcurves``; 4.4+ stores them in slots/channelbags
 (``Action.fcurves`` was removed in 5.0), reached with ``Action.fcurve_ensure_for_datablock``.
 """
+
 from __future__ import annotations
 
 import bpy
@@ -21,7 +22,7 @@ def new_bake_action(owner) -> bpy.types.Action:
 
 
 def _fcurve(action, owner, data_path: str, index: int, group: str):
-    if hasattr(action, "fcurve_ensure_for_datablock"):        # 4.4+: layered actions
+    if hasattr(action, "fcurve_ensure_for_datablock"):  # 4.4+: layered actions
         return action.fcurve_ensure_for_datablock(owner, data_path, index=index, group_name=group)
     return action.fcurves.new(data_path, index=index, action_group=group)
 

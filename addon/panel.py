@@ -1,4 +1,5 @@
 """The "Stiff Rods" tab of the 3D View sidebar (N-panel)."""
+
 from __future__ import annotations
 
 import bpy

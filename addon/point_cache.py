@@ -4,6 +4,7 @@ PC2 (Blender's ``io_pc2`` / Mesh Cache format): the 12-byte signature ``POINTCAC
 1, int32 point count, float32 start frame, float32 sample rate (frames per sample), int32 sample count,
 then float32 x, y, z per point per sample, little-endian.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ def write_pc2(path: str, frames: np.ndarray, start_frame: float) -> None:
     if frames.ndim != 3 or frames.shape[2] != 3:
         raise ValueError(f"point cache frames must be (samples, points, 3), got {frames.shape}")
     with open(path, "wb") as fh:
-        fh.write(struct.pack("<12siiffi", b"POINTCACHE2\0", 1, frames.shape[1], float(start_frame), 1.0,
-                             frames.shape[0]))
+        fh.write(
+            struct.pack("<12siiffi", b"POINTCACHE2\0", 1, frames.shape[1], float(start_frame), 1.0, frames.shape[0])
+        )
         fh.write(frames.tobytes())
 
 
@@ -47,8 +49,8 @@ def add_mesh_cache(obj, filepath: str, start_frame: int):
     mod.frame_scale = 1.0
     mod.deform_mode = "OVERWRITE"
     mod.interpolation = "LINEAR"
-    mod.forward_axis, mod.up_axis = "POS_Y", "POS_Z"        # PC2 coordinates are the object's own
-    if obj.modifiers[0] != mod:                              # first in the stack
+    mod.forward_axis, mod.up_axis = "POS_Y", "POS_Z"  # PC2 coordinates are the object's own
+    if obj.modifiers[0] != mod:  # first in the stack
         with bpy.context.temp_override(object=obj, active_object=obj):
             bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=0)
     return mod

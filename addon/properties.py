@@ -1,4 +1,5 @@
 """Settings stored in the .blend: per object (material, pins, radius) and per scene (solver)."""
+
 from __future__ import annotations
 
 import bpy
@@ -8,115 +9,245 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, Po
 class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     material: EnumProperty(
         name="Material",
-        items=[("WOOD", "Wood (E 12.5 GPa, G 6.5 GPa, 1000 kg/m³)", "Deul et al.'s trees"),
-               ("LEAF", "Leaf (E 1.2 GPa, G 0.6 GPa, 1000 kg/m³)", "Deul et al.'s leaves"),
-               ("STEEL", "Steel (E 209 GPa, G 79 GPa, 7800 kg/m³)", "Spring steel"),
-               ("RUBBER", "Rubber (E 0.05 GPa, G 0.017 GPa, 1100 kg/m³)", "A soft cable"),
-               ("CUSTOM", "Custom", "Use the moduli and density below")],
-        default="WOOD")
+        items=[
+            ("WOOD", "Wood (E 12.5 GPa, G 6.5 GPa, 1000 kg/m³)", "Deul et al.'s trees"),
+            ("LEAF", "Leaf (E 1.2 GPa, G 0.6 GPa, 1000 kg/m³)", "Deul et al.'s leaves"),
+            ("STEEL", "Steel (E 209 GPa, G 79 GPa, 7800 kg/m³)", "Spring steel"),
+            ("RUBBER", "Rubber (E 0.05 GPa, G 0.017 GPa, 1100 kg/m³)", "A soft cable"),
+            ("CUSTOM", "Custom", "Use the moduli and density below"),
+        ],
+        default="WOOD",
+    )
     rod_model: EnumProperty(
         name="Rod Model",
-        items=[("STIFF_KKT", "Stiff Rods (direct)", "Deul et al.: rigid segments, 6-D joints, the whole tree's KKT "
-                                                     "system solved directly each iteration (stiff wood, any tree)"),
-               ("STIFF_GS", "Stiff Rods (Gauss–Seidel)", "The same segments and joints solved by XPBD Gauss–Seidel: "
-                                                         "cheaper iterations, soft unless iterated a lot"),
-               ("PAOBCR", "PaOBCR (curves)", "Kugelstadt & Schömer's position and orientation based Cosserat rods: "
-                                             "cheap, for soft hair and cables; curves only, root pin only, no wind"),
-               ("PBER", "PBER (curves)", "Umetani et al.'s position-based elastic rods with ghost points; curves "
-                                         "only, root pin only, no wind"),
-               ("DLO", "Force-based (curves)", "Springs and a torsion quaternion integrated explicitly (symplectic "
-                                               "Euler, substepped to stay stable); curves only, root pin only, "
-                                               "no wind")],
-        default="STIFF_KKT")
-    youngs_modulus_gpa: FloatProperty(name="Young's Modulus (GPa)", default=12.5, min=1e-6, soft_max=300.0,
-                                      description="Young's modulus E in GPa (bending stiffness E·I)")
-    torsion_modulus_gpa: FloatProperty(name="Torsion Modulus (GPa)", default=6.5, min=1e-6, soft_max=150.0,
-                                       description="Torsion modulus G in GPa (twisting stiffness G·J)")
+        items=[
+            (
+                "STIFF_KKT",
+                "Stiff Rods (direct)",
+                "Deul et al.: rigid segments, 6-D joints, the whole tree's KKT "
+                "system solved directly each iteration (stiff wood, any tree)",
+            ),
+            (
+                "STIFF_GS",
+                "Stiff Rods (Gauss–Seidel)",
+                "The same segments and joints solved by XPBD Gauss–Seidel: "
+                "cheaper iterations, soft unless iterated a lot",
+            ),
+            (
+                "PAOBCR",
+                "PaOBCR (curves)",
+                "Kugelstadt & Schömer's position and orientation based Cosserat rods: "
+                "cheap, for soft hair and cables; curves only, root pin only, no wind",
+            ),
+            (
+                "PBER",
+                "PBER (curves)",
+                "Umetani et al.'s position-based elastic rods with ghost points; curves only, root pin only, no wind",
+            ),
+            (
+                "DLO",
+                "Force-based (curves)",
+                "Springs and a torsion quaternion integrated explicitly (symplectic "
+                "Euler, substepped to stay stable); curves only, root pin only, "
+                "no wind",
+            ),
+        ],
+        default="STIFF_KKT",
+    )
+    youngs_modulus_gpa: FloatProperty(
+        name="Young's Modulus (GPa)",
+        default=12.5,
+        min=1e-6,
+        soft_max=300.0,
+        description="Young's modulus E in GPa (bending stiffness E·I)",
+    )
+    torsion_modulus_gpa: FloatProperty(
+        name="Torsion Modulus (GPa)",
+        default=6.5,
+        min=1e-6,
+        soft_max=150.0,
+        description="Torsion modulus G in GPa (twisting stiffness G·J)",
+    )
     density: FloatProperty(name="Density (kg/m³)", default=1000.0, min=1e-3, soft_max=20000.0)
-    damping: FloatProperty(name="Damping (1/s)", default=0.5, min=0.0, soft_max=20.0,
-                           description="Mass-proportional velocity damping rate")
-    default_radius: FloatProperty(name="Radius (no bevel)", default=0.01, min=1e-5, unit="LENGTH",
-                                  description="Rod radius for curves without a bevel depth")
-    segment_length: FloatProperty(name="Segment Length", default=0.1, min=1e-4, unit="LENGTH",
-                                  description="Curves (not Sapling trees) are resampled to segments of about this length")
-    pin_root: BoolProperty(name="Pinned Root", default=True,
-                           description="Clamp every root branch at its first point")
-    use_leaves: BoolProperty(name="Leaves", default=True,
-                             description="Simulate every leaf of a Sapling tree as its own segment (a thin plate, "
-                                         "E 1.2 GPa, G 0.6 GPa) jointed to its branch; off: leaves follow their bones")
+    damping: FloatProperty(
+        name="Damping (1/s)", default=0.5, min=0.0, soft_max=20.0, description="Mass-proportional velocity damping rate"
+    )
+    default_radius: FloatProperty(
+        name="Radius (no bevel)",
+        default=0.01,
+        min=1e-5,
+        unit="LENGTH",
+        description="Rod radius for curves without a bevel depth",
+    )
+    segment_length: FloatProperty(
+        name="Segment Length",
+        default=0.1,
+        min=1e-4,
+        unit="LENGTH",
+        description="Curves (not Sapling trees) are resampled to segments of about this length",
+    )
+    pin_root: BoolProperty(name="Pinned Root", default=True, description="Clamp every root branch at its first point")
+    use_leaves: BoolProperty(
+        name="Leaves",
+        default=True,
+        description="Simulate every leaf of a Sapling tree as its own segment (a thin plate, "
+        "E 1.2 GPa, G 0.6 GPa) jointed to its branch; off: leaves follow their bones",
+    )
     rest_shape: EnumProperty(
         name="Rest Shape",
-        items=[("AUTO", "Auto", "Sapling trees: Loaded; curves: Stress-free"),
-               ("LOADED", "Loaded", "The shape as drawn already carries gravity: the joints start pre-stressed "
-                                    "and nothing sags when the simulation starts (trees, stiff branches)"),
-               ("STRESS_FREE", "Stress-free", "The shape as drawn carries no load and sags under gravity "
-                                              "(ropes, cables)")],
-        default="AUTO")
-    add_bones: BoolProperty(name="Bones for All Branches", default=True,
-                            description="Bake adds bones (named and shaped like Sapling's) for simulated branches "
-                                        "that have none, so every branch moves in the baked animation; Free Bake "
-                                        "removes them")
-    pin_object: PointerProperty(name="Pin To", type=bpy.types.Object,
-                                description="The rod segment nearest to this object's origin is held by it "
-                                            "and follows its animation (a hand, a pole, a moving anchor)")
-    collide: BoolProperty(name="Collide", default=True,
-                          description="Collide with the scene's mesh objects that have a Collision modifier "
-                                      "(Physics > Collision)")
-    friction: FloatProperty(name="Friction μ", default=0.5, min=0.0, soft_max=2.0,
-                            description="Coulomb friction coefficient of the rods' contacts")
-    self_collision: BoolProperty(name="Self Collision", default=False,
-                                 description="Segments of this object collide with each other (costly on trees)")
-    use_fracture: BoolProperty(name="Breakage", default=False,
-                               description="Branches break where their bending strain passes the Rupture Strain; "
-                                           "what hung on them falls (collides with Collision objects)")
-    rupture_strain: FloatProperty(name="Rupture Strain (%)", default=2.0, min=0.01, soft_max=10.0,
-                                  description="Bending strain r·κ at which a branch joint breaks, in percent "
-                                              "(green wood: 1–2 %)")
-    drag_coefficient: FloatProperty(name="Drag Coefficient", default=1.2, min=0.0, soft_max=3.0,
-                                    description="C_d of the branches' cross-flow drag in wind "
-                                                "(1.2: a circular cylinder at the Reynolds numbers of branches)")
+        items=[
+            ("AUTO", "Auto", "Sapling trees: Loaded; curves: Stress-free"),
+            (
+                "LOADED",
+                "Loaded",
+                "The shape as drawn already carries gravity: the joints start pre-stressed "
+                "and nothing sags when the simulation starts (trees, stiff branches)",
+            ),
+            ("STRESS_FREE", "Stress-free", "The shape as drawn carries no load and sags under gravity (ropes, cables)"),
+        ],
+        default="AUTO",
+    )
+    add_bones: BoolProperty(
+        name="Bones for All Branches",
+        default=True,
+        description="Bake adds bones (named and shaped like Sapling's) for simulated branches "
+        "that have none, so every branch moves in the baked animation; Free Bake "
+        "removes them",
+    )
+    pin_object: PointerProperty(
+        name="Pin To",
+        type=bpy.types.Object,
+        description="The rod segment nearest to this object's origin is held by it "
+        "and follows its animation (a hand, a pole, a moving anchor)",
+    )
+    collide: BoolProperty(
+        name="Collide",
+        default=True,
+        description="Collide with the scene's mesh objects that have a Collision modifier (Physics > Collision)",
+    )
+    friction: FloatProperty(
+        name="Friction μ",
+        default=0.5,
+        min=0.0,
+        soft_max=2.0,
+        description="Coulomb friction coefficient of the rods' contacts",
+    )
+    self_collision: BoolProperty(
+        name="Self Collision",
+        default=False,
+        description="Segments of this object collide with each other (costly on trees)",
+    )
+    use_fracture: BoolProperty(
+        name="Breakage",
+        default=False,
+        description="Branches break where their bending strain passes the Rupture Strain; "
+        "what hung on them falls (collides with Collision objects)",
+    )
+    rupture_strain: FloatProperty(
+        name="Rupture Strain (%)",
+        default=2.0,
+        min=0.01,
+        soft_max=10.0,
+        description="Bending strain r·κ at which a branch joint breaks, in percent (green wood: 1–2 %)",
+    )
+    drag_coefficient: FloatProperty(
+        name="Drag Coefficient",
+        default=1.2,
+        min=0.0,
+        soft_max=3.0,
+        description="C_d of the branches' cross-flow drag in wind "
+        "(1.2: a circular cylinder at the Reynolds numbers of branches)",
+    )
 
 
 class StiffRodsSceneSettings(bpy.types.PropertyGroup):
     substeps: IntProperty(name="Substeps", default=2, min=1, max=100, description="Solver steps per frame")
-    iterations: IntProperty(name="Iterations", default=5, min=1, max=100,
-                            description="Newton iterations per step at most")
-    live_iterations: IntProperty(name="Live Iterations", default=1, min=1, max=100,
-                                 description="Simulate (live preview): one solver step per frame with at most this "
-                                             "many Newton iterations, so big trees stay interactive; Bake uses "
-                                             "Substeps and Iterations")
-    live_matrix_reuse: IntProperty(name="Live Matrix Reuse", default=2, min=0, max=10,
-                                   description="Simulate (live preview): frames a factorised KKT matrix is reused "
-                                               "for before it is factorised again (simplified Newton: the same "
-                                               "motion, approached a little more slowly; renewed at once when it "
-                                               "stops converging). 0: factorise every frame. Bake always "
-                                               "factorises every iteration")
-    tolerance: FloatProperty(name="Tolerance η", default=1e-6, min=0.0, precision=9,
-                             description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this")
-    use_scene_gravity: BoolProperty(name="Scene Gravity", default=True,
-                                    description="Use the scene's gravity (Scene Properties > Gravity)")
+    iterations: IntProperty(
+        name="Iterations", default=5, min=1, max=100, description="Newton iterations per step at most"
+    )
+    live_iterations: IntProperty(
+        name="Live Iterations",
+        default=1,
+        min=1,
+        max=100,
+        description="Simulate (live preview): one solver step per frame with at most this "
+        "many Newton iterations, so big trees stay interactive; Bake uses "
+        "Substeps and Iterations",
+    )
+    live_matrix_reuse: IntProperty(
+        name="Live Matrix Reuse",
+        default=2,
+        min=0,
+        max=10,
+        description="Simulate (live preview): frames a factorised KKT matrix is reused "
+        "for before it is factorised again (simplified Newton: the same "
+        "motion, approached a little more slowly; renewed at once when it "
+        "stops converging). 0: factorise every frame. Bake always "
+        "factorises every iteration",
+    )
+    tolerance: FloatProperty(
+        name="Tolerance η",
+        default=1e-6,
+        min=0.0,
+        precision=9,
+        description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this",
+    )
+    use_scene_gravity: BoolProperty(
+        name="Scene Gravity", default=True, description="Use the scene's gravity (Scene Properties > Gravity)"
+    )
     # wind (addon/wind.py documents the mapping)
-    use_force_fields: BoolProperty(name="Force Fields", default=True,
-                                   description="Blow with the scene's Wind and Turbulence force fields")
-    field_speed_scale: FloatProperty(name="Field Speed (m/s)", default=1.0, min=0.0, soft_max=10.0,
-                                     description="Wind speed in m/s per unit of a force field's Strength")
-    use_storm: BoolProperty(name="Storm", default=False,
-                            description="The add-on's own wind: calm → storm → calm over a frame range")
-    storm_peak_speed: FloatProperty(name="Peak Speed (m/s)", default=30.0, min=0.0, soft_max=60.0,
-                                    description="Mean wind speed at 10 m height during the peak, m/s")
-    storm_direction: FloatProperty(name="Direction (°)", default=0.0, soft_min=-180.0, soft_max=360.0,
-                                   description="Where the wind blows to, degrees from +X toward +Y")
+    use_force_fields: BoolProperty(
+        name="Force Fields", default=True, description="Blow with the scene's Wind and Turbulence force fields"
+    )
+    field_speed_scale: FloatProperty(
+        name="Field Speed (m/s)",
+        default=1.0,
+        min=0.0,
+        soft_max=10.0,
+        description="Wind speed in m/s per unit of a force field's Strength",
+    )
+    use_storm: BoolProperty(
+        name="Storm", default=False, description="The add-on's own wind: calm → storm → calm over a frame range"
+    )
+    storm_peak_speed: FloatProperty(
+        name="Peak Speed (m/s)",
+        default=30.0,
+        min=0.0,
+        soft_max=60.0,
+        description="Mean wind speed at 10 m height during the peak, m/s",
+    )
+    storm_direction: FloatProperty(
+        name="Direction (°)",
+        default=0.0,
+        soft_min=-180.0,
+        soft_max=360.0,
+        description="Where the wind blows to, degrees from +X toward +Y",
+    )
     storm_frame_start: IntProperty(name="Start", default=1, description="Frame the wind starts to rise")
     storm_frame_peak_start: IntProperty(name="Peak Start", default=60, description="Frame the peak is reached")
     storm_frame_peak_end: IntProperty(name="Peak End", default=150, description="Frame the wind starts to fall")
     storm_frame_end: IntProperty(name="End", default=200, description="Frame the wind is calm again")
-    storm_gusts: FloatProperty(name="Gusts", default=0.25, min=0.0, max=2.0,
-                               description="Gust intensity: standard deviation of the speed over its mean")
-    storm_turbulence: FloatProperty(name="Turbulence", default=0.15, min=0.0, max=2.0,
-                                    description="Turbulence intensity: standard deviation over the mean speed")
-    storm_turbulence_length: FloatProperty(name="Eddy Size (m)", default=5.0, min=1e-3, soft_max=50.0,
-                                           description="Length scale of the turbulence, m: branches closer than "
-                                                       "this move together")
+    storm_gusts: FloatProperty(
+        name="Gusts",
+        default=0.25,
+        min=0.0,
+        max=2.0,
+        description="Gust intensity: standard deviation of the speed over its mean",
+    )
+    storm_turbulence: FloatProperty(
+        name="Turbulence",
+        default=0.15,
+        min=0.0,
+        max=2.0,
+        description="Turbulence intensity: standard deviation over the mean speed",
+    )
+    storm_turbulence_length: FloatProperty(
+        name="Eddy Size (m)",
+        default=5.0,
+        min=1e-3,
+        soft_max=50.0,
+        description="Length scale of the turbulence, m: branches closer than this move together",
+    )
     storm_seed: IntProperty(name="Seed", default=0, min=0, description="Same seed, same wind")
 
 

@@ -17,6 +17,7 @@ Mapping (documented in the README):
 Fields are read at every simulated frame when they are animated (strength, noise, transform), so
 keyframed gusts and turning fields work in Simulate and Bake.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,13 +27,14 @@ import numpy as np
 from ..solver.air import wind as solver_wind
 from ..solver.air.drag import AerodynamicDrag
 
-GUST_PER_NOISE = 0.1          # gust intensity (std/mean) per unit of a Wind field's Noise
+GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noise
 
 
 def _is_animated(obj) -> bool:
     while obj is not None:
-        if obj.animation_data is not None and (obj.animation_data.action is not None
-                                               or len(obj.animation_data.drivers)):
+        if obj.animation_data is not None and (
+            obj.animation_data.action is not None or len(obj.animation_data.drivers)
+        ):
             return True
         obj = obj.parent
     return False
@@ -44,10 +46,13 @@ def _falloff(field) -> dict:
     elif field.falloff_type == "TUBE":
         kind = "tube"
     else:
-        kind = "sphere"                                  # Sphere, and Cone approximated by a sphere
-    return dict(falloff=kind, falloff_power=float(field.falloff_power),
-                min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
-                max_distance=float(field.distance_max) if field.use_max_distance else math.inf)
+        kind = "sphere"  # Sphere, and Cone approximated by a sphere
+    return dict(
+        falloff=kind,
+        falloff_power=float(field.falloff_power),
+        min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
+        max_distance=float(field.distance_max) if field.use_max_distance else math.inf,
+    )
 
 
 def _frame_of(obj):
@@ -78,9 +83,14 @@ class SceneWind:
         ss = scene.stiff_rods
         objs = []
         if ss.use_force_fields:
-            objs = [o for o in scene.objects
-                    if o.field is not None and o.field.type in {"WIND", "TURBULENCE"}
-                    and not o.hide_viewport and o.field.strength != 0.0]
+            objs = [
+                o
+                for o in scene.objects
+                if o.field is not None
+                and o.field.type in {"WIND", "TURBULENCE"}
+                and not o.hide_viewport
+                and o.field.strength != 0.0
+            ]
         if not objs and not ss.use_storm:
             return None
         return cls(scene, objs, ss.use_storm)
@@ -95,11 +105,24 @@ class SceneWind:
             f = obj.field
             origin, direction = _frame_of(obj)
             if f.type == "WIND":
-                params = dict(speed=f.strength * scale, direction=direction, origin=origin,
-                              gust_intensity=GUST_PER_NOISE * f.noise, seed=int(f.seed), **_falloff(f))
+                params = dict(
+                    speed=f.strength * scale,
+                    direction=direction,
+                    origin=origin,
+                    gust_intensity=GUST_PER_NOISE * f.noise,
+                    seed=int(f.seed),
+                    **_falloff(f),
+                )
             else:
-                params = dict(speed=0.0, direction=direction, origin=origin, turbulence_speed=abs(f.strength) * scale,
-                              turbulence_length=max(float(f.size), 1e-3), seed=int(f.seed), **_falloff(f))
+                params = dict(
+                    speed=0.0,
+                    direction=direction,
+                    origin=origin,
+                    turbulence_speed=abs(f.strength) * scale,
+                    turbulence_length=max(float(f.size), 1e-3),
+                    seed=int(f.seed),
+                    **_falloff(f),
+                )
             self.fields[i] = solver_wind.WindField(**params)
         if self.use_storm and (first or self.storm is None):
             self.storm = self._storm()
@@ -107,7 +130,7 @@ class SceneWind:
 
     def _storm(self):
         ss = self.scene_settings
-        sec = lambda frame: self.start_t + (frame - self.start_frame) / self.fps   # noqa: E731
+        sec = lambda frame: self.start_t + (frame - self.start_frame) / self.fps  # noqa: E731
         a = math.radians(ss.storm_direction)
         frames = (ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end)
         if not all(x <= y for x, y in zip(frames, frames[1:])):
@@ -116,9 +139,15 @@ class SceneWind:
         peak = ss.storm_peak_speed
         return solver_wind.WindField(
             speed=lambda t: solver_wind.storm(t, t0, t1, t2, t3, peak),
-            direction=(math.cos(a), math.sin(a), 0.0), profile="power", reference_height=10.0,
-            ground_height=0.0, gust_intensity=ss.storm_gusts, turbulence_intensity=ss.storm_turbulence,
-            turbulence_length=ss.storm_turbulence_length, seed=ss.storm_seed)
+            direction=(math.cos(a), math.sin(a), 0.0),
+            profile="power",
+            reference_height=10.0,
+            ground_height=0.0,
+            gust_intensity=ss.storm_gusts,
+            turbulence_intensity=ss.storm_turbulence,
+            turbulence_length=ss.storm_turbulence_length,
+            seed=ss.storm_seed,
+        )
 
     def drag(self, model, drag_coefficient: float = 1.2):
         """The aerodynamic force field on ``model`` for :attr:`Simulator.force_fields`."""

@@ -18,18 +18,66 @@ Public API::
     report = sim.step()          # StepReport(iterations, residual)
     sim.positions, sim.orientations
 """
-from .core import (DEFAULT_STRETCH_COMPLIANCE, Fracture, NonFiniteStateError, RodModel, Simulator, StepReport, TreeKKT,
-                   cross_section_moments, rod_from_polyline)
+
+from .core import (
+    DEFAULT_STRETCH_COMPLIANCE,
+    Fracture,
+    NonFiniteStateError,
+    RodModel,
+    Simulator,
+    StepReport,
+    TreeKKT,
+    cross_section_moments,
+    rod_from_polyline,
+)
 from .contact import Box, Capsule, Collider, Contacts, Mesh, Plane, Sphere
 from .air import AerodynamicDrag, WindField, WindSum, storm
 from .models import ROD_MODELS, RodSet, make_rod
-from .build import (Material, PRESETS, attach_leaves, bind_points, carried_points, gravity_prestress, leaf_frames,
-                    material, resample_polyline, tree_from_branches)
+from .build import (
+    Material,
+    PRESETS,
+    attach_leaves,
+    bind_points,
+    carried_points,
+    gravity_prestress,
+    leaf_frames,
+    material,
+    resample_polyline,
+    tree_from_branches,
+)
 
-__all__ = ["RodModel", "rod_from_polyline", "cross_section_moments", "DEFAULT_STRETCH_COMPLIANCE",
-           "Simulator", "StepReport", "NonFiniteStateError", "TreeKKT", "Fracture",
-           "Contacts", "Collider", "Plane", "Sphere", "Capsule", "Box", "Mesh",
-           "WindField", "WindSum", "storm", "AerodynamicDrag",
-           "make_rod", "ROD_MODELS", "RodSet",
-           "tree_from_branches", "attach_leaves", "leaf_frames", "bind_points", "carried_points", "resample_polyline",
-           "material", "Material", "PRESETS", "gravity_prestress"]
+__all__ = [
+    "RodModel",
+    "rod_from_polyline",
+    "cross_section_moments",
+    "DEFAULT_STRETCH_COMPLIANCE",
+    "Simulator",
+    "StepReport",
+    "NonFiniteStateError",
+    "TreeKKT",
+    "Fracture",
+    "Contacts",
+    "Collider",
+    "Plane",
+    "Sphere",
+    "Capsule",
+    "Box",
+    "Mesh",
+    "WindField",
+    "WindSum",
+    "storm",
+    "AerodynamicDrag",
+    "make_rod",
+    "ROD_MODELS",
+    "RodSet",
+    "tree_from_branches",
+    "attach_leaves",
+    "leaf_frames",
+    "bind_points",
+    "carried_points",
+    "resample_polyline",
+    "material",
+    "Material",
+    "PRESETS",
+    "gravity_prestress",
+]

@@ -1,4 +1,5 @@
 """Points bound to segments follow them rigidly and come back exactly at rest."""
+
 import numpy as np
 import pytest
 

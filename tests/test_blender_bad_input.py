@@ -2,6 +2,7 @@
 (issue: bad input). One Blender process runs every case of tests/blender_scripts/bad_input.py on a
 Sapling quaking aspen, with the legacy zip installed in an isolated profile.
 """
+
 import glob
 import json
 import shutil
@@ -57,8 +58,12 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def legacy_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out), "--legacy-only"],
-                   check=True, cwd=ROOT, timeout=300)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out), "--legacy-only"],
+        check=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     legacy = glob.glob(str(out / "*-legacy.zip"))
     assert legacy, "the build produced no legacy zip"
     return legacy[0]
@@ -67,11 +72,16 @@ def legacy_zip(tmp_path_factory):
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):
     profile = tmp_path_factory.mktemp("bad-input-profile")
-    proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
-                          capture_output=True, text=True, timeout=600, env=blender_env(profile))
+    proc = subprocess.run(
+        ["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=blender_env(profile),
+    )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("BAD_INPUT_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    out = json.loads(lines[-1][len("BAD_INPUT_RESULT "):])
+    out = json.loads(lines[-1][len("BAD_INPUT_RESULT ") :])
     assert "error" not in out, out["error"]
     assert out["blender"][:2] == [3, 4]
     return out["cases"]
@@ -99,11 +109,11 @@ def test_bake_keeps_the_user_action_and_free_bake_gives_it_back(result):
     assert r["bake_outcome"] == ["FINISHED"], r["bake_message"]
     assert r["after_bake_assigned"] == "treeArm_StiffRods"
     assert r["after_bake_user_action_in_data"] and r["after_bake_user_action_fake_user"]
-    assert r["after_bake_user_fcurves"] == 9                    # 3 bones × rotation_euler, untouched
+    assert r["after_bake_user_fcurves"] == 9  # 3 bones × rotation_euler, untouched
     assert r["free_outcome"] == ["FINISHED"], r["free_message"]
     assert r["assigned_after_free"] == "windAction" and r["same_action_assigned"]
     assert r["same_rotation_modes"]
-    assert r["scene_unchanged"], r["diff"]                     # poses, keys, actions, properties
+    assert r["scene_unchanged"], r["diff"]  # poses, keys, actions, properties
     assert r["fake_user_after_free"] == r["fake_user_before"]  # the fake user Bake set is taken back
 
 

@@ -1,5 +1,6 @@
 """Curves, pins, hooks and wind in real Blender 3.4 with the installed legacy zip (issues: extension e2e,
 wind). The numbers come from tests/blender_scripts/curves_wind.py; physics is judged here."""
+
 import json
 import shutil
 import subprocess
@@ -18,11 +19,16 @@ pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian'
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):  # noqa: F811
     profile = tmp_path_factory.mktemp("curves-wind-profile")
-    proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
-                          capture_output=True, text=True, timeout=900, env=blender_env(profile))
+    proc = subprocess.run(
+        ["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=blender_env(profile),
+    )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("CURVES_WIND_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("CURVES_WIND_RESULT "):])
+    return json.loads(lines[-1][len("CURVES_WIND_RESULT ") :])
 
 
 def case(result, name):
@@ -60,7 +66,7 @@ def test_wind_field_blows_along_its_objects_z_axis(result):
     # mirror images: same magnitude, no sideways drift
     assert abs(plus["tip_x_m"] + minus["tip_x_m"]) <= 0.05 * abs(plus["tip_x_m"])
     assert abs(plus["tip_y_m"]) <= 1e-3 * abs(plus["tip_x_m"]) + 1e-9
-    assert plus["frame_after"] == 1 and minus["frame_after"] == 1   # the bake's frame loop gave the frame back
+    assert plus["frame_after"] == 1 and minus["frame_after"] == 1  # the bake's frame loop gave the frame back
 
 
 def test_live_step_moves_curve_points_and_stop_restores_them(result):
@@ -72,7 +78,7 @@ def test_live_step_moves_curve_points_and_stop_restores_them(result):
 def test_hook_modifier_pins_its_control_point(result):
     r = case(result, "hook")
     assert abs(r["hooked_point_y_m"] - 0.3) <= 1e-3
-    assert 0.0 < r["free_end_y_m"]                 # the rest of the rope is pulled along
+    assert 0.0 < r["free_end_y_m"]  # the rest of the rope is pulled along
 
 
 def test_storm_preset_bends_a_sapling_tree_downwind(result):
@@ -90,7 +96,7 @@ def test_every_rod_model_drops_a_rope_and_the_seed_models_bake(result):
         drop = 2.0 - r[model]["end_z_m"]
         assert 0.85 < drop < 1.1, (model, drop)
     kkt = r["STIFF_KKT"]
-    assert np.hypot(kkt["end_x_m"], 2.0 - kkt["end_z_m"]) <= 2.0 * 1.001     # inextensible: within its length
+    assert np.hypot(kkt["end_x_m"], 2.0 - kkt["end_z_m"]) <= 2.0 * 1.001  # inextensible: within its length
     assert kkt["first_point_drift_m"] < 1e-6 and r["PAOBCR"]["first_point_drift_m"] < 1e-6
     assert r["bake"] == ["FINISHED"] and r["free"] == ["FINISHED"]
     assert abs(r["baked_end_z_m"] - r["PAOBCR"]["end_z_m"]) < 1e-4
@@ -107,7 +113,7 @@ def test_rope_rests_on_the_scenes_collision_objects(result):
     r = case(result, "colliders")
     assert 0.009 <= r["plane"]["min_z_m"] and r["plane"]["max_z_m"] <= 0.011
     assert 0.5 <= r["sphere"]["min_centre_distance_m"] <= 0.53
-    assert r["sphere"]["min_z_m"] < 0.3                       # it hangs down both sides, not balanced on top
+    assert r["sphere"]["min_z_m"] < 0.3  # it hangs down both sides, not balanced on top
     assert 0.509 <= r["rising"]["min_z_m"] and r["rising"]["max_z_m"] <= 0.511
     assert "open mesh" in r["open_mesh"] and r["open_mesh_diff"] is None
 
@@ -116,11 +122,24 @@ def test_panel_draws_every_setting_with_existing_properties_and_operators(result
     """The sidebar panel's draw, run with a recording layout: all it shows exists (an unknown name would
     break the panel in the UI), including the settings added for pre-stress, collisions and bones."""
     drawn = case(result, "panel")["drawn"]
-    for name in ("rod_model", "rest_shape", "add_bones", "collide", "friction", "self_collision", "use_fracture",
-                 "youngs_modulus_gpa",
-                 "live_iterations", "live_matrix_reuse", "storm_peak_speed", "stiff_rods.bake", "stiff_rods.free_bake", "stiff_rods.simulate"):
+    for name in (
+        "rod_model",
+        "rest_shape",
+        "add_bones",
+        "collide",
+        "friction",
+        "self_collision",
+        "use_fracture",
+        "youngs_modulus_gpa",
+        "live_iterations",
+        "live_matrix_reuse",
+        "storm_peak_speed",
+        "stiff_rods.bake",
+        "stiff_rods.free_bake",
+        "stiff_rods.simulate",
+    ):
         assert name in drawn, name
-    assert any(d.startswith("label:Segments: ") for d in drawn)        # the converted model's stats
+    assert any(d.startswith("label:Segments: ") for d in drawn)  # the converted model's stats
 
 
 def test_breakage_snaps_a_pole_in_the_wind(result):

@@ -6,6 +6,7 @@ file with the add-on not installed and compare every bone tail with an independe
 (≤ 1e-4 m), check leaves follow their bones, and export FBX/glTF with the animation. The white
 birch is then baked again with the bpy 5.0 module from the extension zip (layered actions).
 """
+
 import glob
 import json
 import os
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "blender_scripts" / "e2e_sapling.py"
 FRAMES = 48
 PRESETS = ["quaking_aspen", "small_pine", "white_birch", "weeping_willow"]
-LEAF_SEGMENT_PRESETS = ("quaking_aspen", "white_birch")     # as in e2e_sapling.py (CI time)
+LEAF_SEGMENT_PRESETS = ("quaking_aspen", "white_birch")  # as in e2e_sapling.py (CI time)
 
 pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
 
@@ -29,8 +30,12 @@ pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian'
 def zips(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
     # the bpy 5 test below runs on this machine (Linux x86-64): only that platform's extension zip
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out),
-                    "--platforms", "linux-x64"], check=True, cwd=ROOT, timeout=900)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out), "--platforms", "linux-x64"],
+        check=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     legacy = glob.glob(str(out / "*-legacy.zip"))
     ext = glob.glob(str(out / "*-linux_x64.zip"))
     assert legacy, "the build produced no legacy zip"
@@ -44,11 +49,18 @@ def blender_env(profile):
     another interpreter (pyenv, a venv), that one's bin folder comes first and Blender would lose the
     system site-packages (numpy, scipy from apt). So that folder is left out of PATH."""
     own_bin = os.path.dirname(sys.executable)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p and os.path.realpath(p) != os.path.realpath(own_bin))
+    path = os.pathsep.join(
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if p and os.path.realpath(p) != os.path.realpath(own_bin)
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(PATH=path, BLENDER_USER_SCRIPTS=str(profile / "scripts"), BLENDER_USER_CONFIG=str(profile / "config"),
-               BLENDER_USER_RESOURCES=str(profile / "resources"))
+    env.update(
+        PATH=path,
+        BLENDER_USER_SCRIPTS=str(profile / "scripts"),
+        BLENDER_USER_CONFIG=str(profile / "config"),
+        BLENDER_USER_RESOURCES=str(profile / "resources"),
+    )
     return env
 
 
@@ -57,7 +69,7 @@ def run_blender(args, profile, timeout=1200):
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("E2E_RESULT "):])
+    return json.loads(lines[-1][len("E2E_RESULT ") :])
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -65,17 +77,31 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
     profile = tmp_path / "profile"
     out = tmp_path / "out"
     out.mkdir()
-    baked = run_blender(["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--",
-                         "bake", preset, str(out), str(FRAMES), zips[0]], profile)
+    baked = run_blender(
+        [
+            "blender",
+            "-b",
+            "--factory-startup",
+            "--python",
+            str(SCRIPT),
+            "--",
+            "bake",
+            preset,
+            str(out),
+            str(FRAMES),
+            zips[0],
+        ],
+        profile,
+    )
     assert baked["segments"] > baked["bones"] > 0
-    if baked["prestress_capped"] == 0:                     # pre-stressed: the tree holds its shape in still air
+    if baked["prestress_capped"] == 0:  # pre-stressed: the tree holds its shape in still air
         assert baked["still_air_max_bone_change"] < 1e-5
-    else:                                                  # the willow's softest whips cannot: they sag from it
+    else:  # the willow's softest whips cannot: they sag from it
         assert preset == "weeping_willow" and baked["prestress_capped"] < 0.01 * baked["segments"]
-    assert baked["live_frame"] == 4 and baked["live_max_bone_change"] > 1e-4   # the wind moved the bones live
+    assert baked["live_frame"] == 4 and baked["live_max_bone_change"] > 1e-4  # the wind moved the bones live
     # the live preview reuses its KKT factorisation (scene setting Live Matrix Reuse); the bake never does
     assert baked["live_factor_reuse"] == [2, 2] and baked["bake_factor_reuse"] == 0
-    assert baked["max_tail_motion_m"] > 1e-3                                     # the tree really moved
+    assert baked["max_tail_motion_m"] > 1e-3  # the tree really moved
     # the pine's terminal twigs lose their bones first (a rig like Sapling's mesh trees, bones only for the
     # first armLevels levels): the bake adds them back (their tails are checked against the simulation below
     # with the others); Free Bake removes them
@@ -83,9 +109,19 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
     assert baked["bones_after_bake"] == baked["bones"] + baked["bones_added"]
     assert baked["bones_after_free"] == baked["bones"] and baked["action_after_free"] == baked["action_before_bake"]
     assert baked["leaf_cache_removed"] is (True if preset in LEAF_SEGMENT_PRESETS else None)
-    args = ["blender", "-b", "--factory-startup", str(out / "tree.blend"), "--python", str(SCRIPT), "--",
-            "verify", str(out), str(FRAMES)] + (["export"] if preset == "quaking_aspen" else [])
-    replay = run_blender(args, tmp_path / "clean-profile")        # the add-on is not installed there
+    args = [
+        "blender",
+        "-b",
+        "--factory-startup",
+        str(out / "tree.blend"),
+        "--python",
+        str(SCRIPT),
+        "--",
+        "verify",
+        str(out),
+        str(FRAMES),
+    ] + (["export"] if preset == "quaking_aspen" else [])
+    replay = run_blender(args, tmp_path / "clean-profile")  # the add-on is not installed there
     assert not replay["stiff_rods_enabled"] and not replay["stiff_rods_ops"]
     assert replay["replay_max_error_m"] <= 1e-4
     assert replay["leaf_vertices_checked"] > 0 and replay["leaves_max_motion_m"] > 1e-3
@@ -95,7 +131,7 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
         assert baked["leaf_segments"] > 0
         assert replay["leaves_match_simulation_max_error_m"] <= 1e-4
         assert replay["leaves_motion_beyond_bones_max_m"] > 1e-4
-    else:                                  # leaves off: they follow their bones rigidly
+    else:  # leaves off: they follow their bones rigidly
         assert baked["leaf_segments"] == 0
         assert replay["leaves_follow_bones_max_error_m"] <= 1e-4
     if preset == "quaking_aspen":
@@ -106,10 +142,15 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
         pytest.importorskip("bpy")
         proc_profile = tmp_path / "bpy5-profile"
         env = dict(os.environ, BLENDER_USER_RESOURCES=str(proc_profile))
-        proc = subprocess.run([sys.executable, str(SCRIPT), "bpy5", str(out), str(FRAMES), zips[1]],
-                              capture_output=True, text=True, timeout=1200, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(SCRIPT), "bpy5", str(out), str(FRAMES), zips[1]],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            env=env,
+        )
         lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
         assert len(lines) == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
-        b5, v5 = (json.loads(l[len("E2E_RESULT "):]) for l in lines)
+        b5, v5 = (json.loads(l[len("E2E_RESULT ") :]) for l in lines)
         assert b5["blender"][0] >= 5 and b5["layered_action"]
         assert v5["replay_max_error_m"] <= 1e-4 and not v5["stiff_rods_ops"]

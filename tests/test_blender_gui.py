@@ -2,6 +2,7 @@
 profile): live Simulate advances the timeline and moves bones until Esc, which restores the start frame and
 the rest pose and leaves no timer behind; a modal Bake finishes; a modal Bake cancelled by Esc writes
 nothing; Blender then quits (a leftover timer or modal handler would hang it: the timeout fails the test)."""
+
 import json
 import shutil
 import subprocess
@@ -13,20 +14,38 @@ from test_blender_e2e import ROOT, blender_env
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "gui_modal.py"
 
-pytestmark = pytest.mark.skipif(shutil.which("blender") is None or shutil.which("xvfb-run") is None,
-                                reason="needs Debian's blender and xvfb-run (apt-get install blender xvfb xauth)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("blender") is None or shutil.which("xvfb-run") is None,
+    reason="needs Debian's blender and xvfb-run (apt-get install blender xvfb xauth)",
+)
 
 
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):  # noqa: F811
     profile = tmp_path_factory.mktemp("gui-profile")
-    proc = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", "blender", "--factory-startup",
-                           "--enable-event-simulate", "--python", str(SCRIPT), "--", legacy_zip],
-                          capture_output=True, text=True, timeout=600, env=blender_env(profile))
+    proc = subprocess.run(
+        [
+            "xvfb-run",
+            "-a",
+            "-s",
+            "-screen 0 1280x800x24",
+            "blender",
+            "--factory-startup",
+            "--enable-event-simulate",
+            "--python",
+            str(SCRIPT),
+            "--",
+            legacy_zip,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=blender_env(profile),
+    )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("GUI_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(lines[-1][len("GUI_RESULT "):])
+    out = json.loads(lines[-1][len("GUI_RESULT ") :])
     assert "error" not in out, out["error"]
     return out
 
@@ -36,7 +55,7 @@ def test_live_simulation_runs_until_esc_and_restores(result):
     assert result["frame_while_running"] > 1 and result["pose_change_while_running"] > 1e-5
     assert result["modes_while_running"] == ["QUATERNION"]
     assert result["frame_after_esc"] == 1 and result["pose_error_after_esc"] == 0.0 and result["modes_restored"]
-    assert result["frame_still_after_esc"]                   # the timer is gone: nothing steps any more
+    assert result["frame_still_after_esc"]  # the timer is gone: nothing steps any more
 
 
 def test_modal_bake_finishes_and_a_cancelled_one_writes_nothing(result):

@@ -1,4 +1,5 @@
 """Contacts with Coulomb friction, colliders and SDF grids (solver/contact/)."""
+
 import numpy as np
 import pytest
 
@@ -19,25 +20,75 @@ def mechanical_energy(sim):
 
 def box_mesh(half):
     v = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * half
-    f = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-                  [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    f = np.array(
+        [
+            [0, 1, 3],
+            [0, 3, 2],
+            [4, 6, 7],
+            [4, 7, 5],
+            [0, 4, 5],
+            [0, 5, 1],
+            [2, 3, 7],
+            [2, 7, 6],
+            [0, 2, 6],
+            [0, 6, 4],
+            [1, 5, 7],
+            [1, 7, 3],
+        ]
+    )
     return v, f
 
 
 def icosphere(levels):
-    t = (1 + 5 ** 0.5) / 2
-    v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
-                  [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]], float)
-    f = np.array([[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
-                  [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5],
-                  [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1]])
+    t = (1 + 5**0.5) / 2
+    v = np.array(
+        [
+            [-1, t, 0],
+            [1, t, 0],
+            [-1, -t, 0],
+            [1, -t, 0],
+            [0, -1, t],
+            [0, 1, t],
+            [0, -1, -t],
+            [0, 1, -t],
+            [t, 0, -1],
+            [t, 0, 1],
+            [-t, 0, -1],
+            [-t, 0, 1],
+        ],
+        float,
+    )
+    f = np.array(
+        [
+            [0, 11, 5],
+            [0, 5, 1],
+            [0, 1, 7],
+            [0, 7, 10],
+            [0, 10, 11],
+            [1, 5, 9],
+            [5, 11, 4],
+            [11, 10, 2],
+            [10, 7, 6],
+            [7, 1, 8],
+            [3, 9, 4],
+            [3, 4, 2],
+            [3, 2, 6],
+            [3, 6, 8],
+            [3, 8, 9],
+            [4, 9, 5],
+            [2, 4, 11],
+            [6, 2, 10],
+            [8, 6, 7],
+            [9, 8, 1],
+        ]
+    )
     v /= np.linalg.norm(v, axis=1)[:, None]
     for _ in range(levels):
         edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
         unique, inverse = np.unique(edges, axis=0, return_inverse=True)
         mid = v[unique[:, 0]] + v[unique[:, 1]]
         mid /= np.linalg.norm(mid, axis=1)[:, None]
-        ab, bc, ca = (inverse.reshape(3, -1) + len(v))
+        ab, bc, ca = inverse.reshape(3, -1) + len(v)
         v = np.vstack([v, mid])
         a, b, c = f.T
         f = np.concatenate([np.stack(x, 1) for x in ((a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca))])
@@ -94,8 +145,8 @@ def test_mesh_sdf_is_exact_at_grid_nodes_near_the_surface_and_trilinear_between(
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
     ref = Box(half_extents=h).distance(nodes)[0]
     near = np.abs(ref) < 2 * cell
-    np.testing.assert_allclose(grid.phi.reshape(-1)[near], ref[near], atol=1e-12)       # exact distance and sign
-    assert np.all(np.abs(grid.phi.reshape(-1) - ref) < 0.5 * cell)                      # far field: upper bound
+    np.testing.assert_allclose(grid.phi.reshape(-1)[near], ref[near], atol=1e-12)  # exact distance and sign
+    assert np.all(np.abs(grid.phi.reshape(-1) - ref) < 0.5 * cell)  # far field: upper bound
     rng = np.random.default_rng(2)
     p = rng.uniform(-h - 2 * cell, h + 2 * cell, (2000, 3))
     mesh = Mesh(v, f, cell)
@@ -106,7 +157,7 @@ def test_mesh_sdf_is_exact_at_grid_nodes_near_the_surface_and_trilinear_between(
 
 
 def test_mesh_sdf_of_an_icosphere_matches_the_sphere():
-    v, f = icosphere(2)                                    # 320 faces, radius 1 → scaled to 0.5 m
+    v, f = icosphere(2)  # 320 faces, radius 1 → scaled to 0.5 m
     mesh = Mesh(0.5 * v, f, 0.05)
     rng = np.random.default_rng(3)
     p = rng.uniform(-0.6, 0.6, (2000, 3))
@@ -144,8 +195,8 @@ def test_rod_dropped_on_plane_rests_with_penetration_below_1e_3_radius():
     assert contacts.max_penetration <= 1e-3 * r
     ends = np.concatenate([sim.segment_points(np.array([[0, 0, s * 0.025]] * 20), np.arange(20)) for s in (-1, 1)])
     assert np.all(ends[:, 2] > r * (1 - 1e-3))
-    assert np.max(np.abs(sim.velocities)) < 1e-5                      # at rest on the plane
-    assert np.max(np.abs(ends[:, 2] - r)) < 1e-3 * r                   # lying on it, not hovering
+    assert np.max(np.abs(sim.velocities)) < 1e-5  # at rest on the plane
+    assert np.max(np.abs(ends[:, 2] - r)) < 1e-3 * r  # lying on it, not hovering
 
 
 def test_tree_response_holds_a_thin_steel_wire_on_a_plane_in_three_iterations():
@@ -189,10 +240,10 @@ def test_friction_holds_a_rod_on_a_20_degree_slope_but_not_on_60_degrees(respons
     """Gauss–Seidel friction, and friction rows in the direct solve (sticking rows, sliding ones on the
     Coulomb box found by the active set) with 3 iterations per step."""
     mu, t = 0.5, 0.4
-    assert abs(slope_run(20, mu, t, response=response, iterations=iterations)) < 1e-6   # tan 20° < μ: sticks
+    assert abs(slope_run(20, mu, t, response=response, iterations=iterations)) < 1e-6  # tan 20° < μ: sticks
     slide = slope_run(60, mu, t, response=response, iterations=iterations)
     expect = 0.5 * G * (np.sin(np.radians(60)) - mu * np.cos(np.radians(60))) * t**2
-    assert slide == pytest.approx(expect, rel=0.03)                    # kinetic: a = g (sin θ − μ cos θ)
+    assert slide == pytest.approx(expect, rel=0.03)  # kinetic: a = g (sin θ − μ cos θ)
 
 
 @pytest.mark.parametrize("response", ["local", "direct"])
@@ -203,7 +254,7 @@ def test_friction_carries_a_rod_on_an_animated_conveyor(response):
     model = rod_from_polyline(pts, r, 1e9)
     sim = Simulator(model, dt=1 / 200, max_iterations=10, tolerance=1e-6)
     sim.gs_constraints.append(Contacts(model, [belt], friction=mu, response=response))
-    sim.run(20)                     # 0.1 s: still accelerating at μ g = 4.9 m/s² (reaches the belt at 0.102 s)
+    sim.run(20)  # 0.1 s: still accelerating at μ g = 4.9 m/s² (reaches the belt at 0.102 s)
     v_mid = sim.velocities[:, 0].mean()
     assert v_mid == pytest.approx(mu * G * 0.1, rel=0.05)
     sim.run(40)
@@ -220,10 +271,17 @@ def two_crossing_rods(r=0.01, height=0.1):
         return np.concatenate((getattr(a, name), getattr(b, name)))
 
     na = a.n_segments
-    model = RodModel.from_arrays(cat("positions"), cat("orientations"), cat("lengths"), cat("radii"),
-                                 cat("densities"), joint_parent=np.concatenate((a.joint_parent, b.joint_parent + na)),
-                                 joint_child=np.concatenate((a.joint_child, b.joint_child + na)),
-                                 youngs_modulus=1e8, pinned=cat("pinned"))
+    model = RodModel.from_arrays(
+        cat("positions"),
+        cat("orientations"),
+        cat("lengths"),
+        cat("radii"),
+        cat("densities"),
+        joint_parent=np.concatenate((a.joint_parent, b.joint_parent + na)),
+        joint_child=np.concatenate((a.joint_child, b.joint_child + na)),
+        youngs_modulus=1e8,
+        pinned=cat("pinned"),
+    )
     return model, na
 
 
@@ -233,18 +291,18 @@ def test_self_collision_keeps_two_crossing_rods_apart():
     gaps = {}
     for self_collision in (True, False):
         sim = Simulator(model, dt=1 / 100, max_iterations=10, tolerance=1e-6, gravity=(0, 0, 0))
-        sim.velocities[na:, 2] = -3.0                     # 3 cm per step: more than the radius
+        sim.velocities[na:, 2] = -3.0  # 3 cm per step: more than the radius
         sim.velocities[:na, 2] = 1.0
         contacts = Contacts(model, self_collision=self_collision)
         sim.gs_constraints.append(contacts)
-        probe = Contacts(model, self_collision=True)                # measures gaps only
+        probe = Contacts(model, self_collision=True)  # measures gaps only
         lowest = []
         for _ in range(40):
             sim.step()
             lowest.append(probe.surface_gaps(sim)[0])
         gaps[self_collision] = (min(lowest), sim.positions[na:, 2].mean() - sim.positions[:na, 2].mean())
-    assert gaps[True][0] > -0.1 * r and gaps[True][1] > 0        # B stays above A
-    assert gaps[False][1] < -0.5                                 # without self-collision it passes through
+    assert gaps[True][0] > -0.1 * r and gaps[True][1] > 0  # B stays above A
+    assert gaps[False][1] < -0.5  # without self-collision it passes through
 
 
 def test_friction_rows_see_no_slip_where_two_touching_rods_turn_together():
@@ -254,24 +312,24 @@ def test_friction_rows_see_no_slip_where_two_touching_rods_turn_together():
     normal, move 2 r θ apart (1 mm here), which friction held at the axes resisted: a tipping stack of
     coils stopped dead."""
     r, th = 0.01, 0.05
-    model, na = two_crossing_rods(r, height=2.0 * r)            # B rests on A; contact point (0, 0, r)
+    model, na = two_crossing_rods(r, height=2.0 * r)  # B rests on A; contact point (0, 0, r)
     sim = Simulator(model, dt=0.01, max_iterations=1, tolerance=0.0, gravity=(0, 0, 0))
     contacts = Contacts(model, friction=0.5, self_collision=True, response="direct", self_contacts="points")
     x0, q0 = sim.positions.copy(), sim.orientations.copy()
     c = np.array([0.0, 0.0, r])
-    rot = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])   # about +y
-    sim._saved = (x0, q0)                                       # the step's start pose (Simulator.begin_step)
+    rot = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])  # about +y
+    sim._saved = (x0, q0)  # the step's start pose (Simulator.begin_step)
     sim.positions[:] = c + (x0 - c) @ rot.T
     sim.orientations[:] = quat.multiply(np.array([[np.cos(th / 2), 0, np.sin(th / 2), 0]]), q0)
     contacts.begin_step(sim)
     b = contacts._all
     rot_a, rot_b, za, zb, pa, pb = contacts._points(sim, b)
     n = contacts._normals(sim, b, za, zb, pa, pb)
-    assert contacts.n_contacts >= 1 and np.allclose(np.abs(n @ rot[:, 2]), 1.0)     # the turned normal
+    assert contacts.n_contacts >= 1 and np.allclose(np.abs(n @ rot[:, 2]), 1.0)  # the turned normal
     rows, _ = contacts._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, 0.0)
     slip = rows.rhs - rows.alpha * rows.lam
     axis_slip = np.linalg.norm((pa - (c + (pa - c) @ rot)) - (pb - (c + (pb - c) @ rot)), axis=1)
-    assert axis_slip == pytest.approx(2 * r * np.sin(th), rel=1e-3)    # what rows at the axes measured
+    assert axis_slip == pytest.approx(2 * r * np.sin(th), rel=1e-3)  # what rows at the axes measured
     assert np.abs(slip).max() < 1e-6 * r
 
 
@@ -284,7 +342,7 @@ def test_surface_gaps_match_brute_force_capsule_distances():
     self_gap, floor_gap = contacts.surface_gaps(sim)
     ends_a, ends_b = contacts._segment_ends(sim.positions, sim.orientations)
     i, j = np.triu_indices(model.n_segments, k=1)
-    keep = (j - i > contacts.exclude_hops) | (j >= na) & (i < na)          # not neighbours on one rod
+    keep = (j - i > contacts.exclude_hops) | (j >= na) & (i < na)  # not neighbours on one rod
     i, j = i[keep], j[keep]
     s, t = closest_points_on_segments(ends_a[i], ends_b[i], ends_a[j], ends_b[j])
     d = ends_a[i] + s[:, None] * (ends_b[i] - ends_a[i]) - ends_a[j] - t[:, None] * (ends_b[j] - ends_a[j])
@@ -347,9 +405,16 @@ def rods(polylines, r, youngs_modulus=1e8, density=1000.0):
     def cat(name, shift=False):
         return np.concatenate([getattr(p, name) + (o if shift else 0) for p, o in zip(parts, offsets)])
 
-    return RodModel.from_arrays(cat("positions"), cat("orientations"), cat("lengths"), cat("radii"), cat("densities"),
-                                joint_parent=cat("joint_parent", True), joint_child=cat("joint_child", True),
-                                youngs_modulus=youngs_modulus)
+    return RodModel.from_arrays(
+        cat("positions"),
+        cat("orientations"),
+        cat("lengths"),
+        cat("radii"),
+        cat("densities"),
+        joint_parent=cat("joint_parent", True),
+        joint_child=cat("joint_child", True),
+        youngs_modulus=youngs_modulus,
+    )
 
 
 def generated(model, **kw):
@@ -386,7 +451,7 @@ def test_point_contacts_of_two_crossing_rods_is_one_interior_row():
     """Rods crossing at right angles, 2.4 radii apart: one segment–segment row at the crossing (both
     closest points inside their segments), no joint-point rows (those are far from the other axis)."""
     r = 0.01
-    s = np.linspace(-0.25, 0.25, 6)            # the crossing point is the middle of a 0.1 m segment
+    s = np.linspace(-0.25, 0.25, 6)  # the crossing point is the middle of a 0.1 m segment
     model = rods([np.stack((s, 0 * s, 0 * s), 1), np.stack((0 * s, s, 0 * s + 2.4 * r), 1)], r)
     c = generated(model, self_contacts="points")
     assert c.n_contacts == 1 and c.mode[0] == 2
@@ -397,7 +462,7 @@ def test_point_contact_margin_skips_pairs_two_layers_apart():
     """Three parallel rods stacked touching: capsule pairs with a radius of margin also join the bottom
     and top rods (gap ~2r); the points' margin (a quarter of the radii) only touching neighbours."""
     r, x = 0.01, np.linspace(0, 0.5, 11)
-    model = rods([np.stack((x, 0 * x, 0 * x + 1.98 * k * r), 1) for k in range(3)], r)   # 1 % overlap
+    model = rods([np.stack((x, 0 * x, 0 * x + 1.98 * k * r), 1) for k in range(3)], r)  # 1 % overlap
     rod_of = np.repeat(np.arange(3), 10)
     for mode, far in (("points", False), ("pairs", True)):
         c = generated(model, self_contacts=mode, margin=None)
@@ -439,7 +504,6 @@ def test_direct_response_holds_a_log_pile_in_three_iterations():
     assert worst["local"] > 2.0 * worst["direct"]
 
 
-
 def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     """A log pile dropped 2 mm onto a plane (μ 0.5): contacts enter and friction rows stick or slide
     over several active-set rounds; every direct solve settles within a 12-round cap (the last round
@@ -452,15 +516,22 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     for cap in (12, 1):
         sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
         sim.positions[:, 2] += 0.002
-        contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response="direct",
-                            self_contacts="points", direct_rounds=cap)
+        contacts = Contacts(
+            model,
+            [Plane()],
+            friction=0.5,
+            self_collision=True,
+            response="direct",
+            self_contacts="points",
+            direct_rounds=cap,
+        )
         sim.gs_constraints.append(contacts)
         for _ in range(5):
             sim.step()
         logs[cap], checked[cap] = contacts.solve_log, contacts.friction_log
         if cap == 12:
             assert -min(contacts.surface_gaps(sim)) < 0.1 * r
-    assert len(logs[12]) == 15 and len(logs[1]) == 15          # one solve per iteration
+    assert len(logs[12]) == 15 and len(logs[1]) == 15  # one solve per iteration
     assert all(conv for _, conv in logs[12])
     assert all(1 <= rounds <= 12 for rounds, _ in logs[12]) and max(rounds for rounds, _ in logs[12]) > 1
     assert all(rounds == 1 for rounds, _ in logs[1]) and not all(conv for _, conv in logs[1])
@@ -479,16 +550,28 @@ def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
     distances)."""
     r, n, m = 0.005, 10, 6
     line = lambda x, z: np.stack((x, 0 * x, np.full_like(x, z)), 1)
-    model = rods([line(np.linspace(-0.1, 0.1, n + 1), 4 * r), line(np.linspace(-0.06, 0.06, m + 1), 0.0)], r,
-                 youngs_modulus=2e9, density=7850.0)
+    model = rods(
+        [line(np.linspace(-0.1, 0.1, n + 1), 4 * r), line(np.linspace(-0.06, 0.06, m + 1), 0.0)],
+        r,
+        youngs_modulus=2e9,
+        density=7850.0,
+    )
     pinned = np.zeros(n + m, bool)
     pinned[[0, n - 1]] = True
-    model = RodModel.from_arrays(model.positions, model.orientations, model.lengths, model.radii, model.densities,
-                                 joint_parent=model.joint_parent, joint_child=model.joint_child,
-                                 youngs_modulus=2e9, pinned=pinned)
+    model = RodModel.from_arrays(
+        model.positions,
+        model.orientations,
+        model.lengths,
+        model.radii,
+        model.densities,
+        joint_parent=model.joint_parent,
+        joint_child=model.joint_child,
+        youngs_modulus=2e9,
+        pinned=pinned,
+    )
     start = model.positions[pinned]
 
-    def drive(t):                       # down 3 r over the first step, then held
+    def drive(t):  # down 3 r over the first step, then held
         return start - [0.0, 0.0, 3 * r * min(t / 0.01, 1.0)], model.orientations[pinned]
 
     seg = np.arange(n)
@@ -497,8 +580,9 @@ def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
     worst = {}
     for name, candidates in (("detected", None), ("permanent", pairs)):
         sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0), kinematic=drive)
-        contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points",
-                            self_pairs=candidates)
+        contacts = Contacts(
+            model, self_collision=True, response="direct", self_contacts="points", self_pairs=candidates
+        )
         sim.gs_constraints.append(contacts)
         worst[name] = 0.0
         for _ in range(3):
@@ -510,8 +594,12 @@ def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
 
 def test_self_pairs_are_checked():
     model = rods([np.stack((np.linspace(0, 0.1, 6), np.zeros(6), np.zeros(6)), 1)], 0.005)
-    for bad, match in ((np.array([[0, 5]]), "self_pairs\\[0\\]"), (np.array([[1, 1]]), "self_pairs\\[0\\]"),
-                       (np.zeros((2, 3), int), "\\(k, 2\\)"), (np.array([[0.0, 2.0]]), "integer")):
+    for bad, match in (
+        (np.array([[0, 5]]), "self_pairs\\[0\\]"),
+        (np.array([[1, 1]]), "self_pairs\\[0\\]"),
+        (np.zeros((2, 3), int), "\\(k, 2\\)"),
+        (np.array([[0.0, 2.0]]), "integer"),
+    ):
         with pytest.raises(ValueError, match=match):
             Contacts(model, self_collision=True, self_contacts="points", self_pairs=bad)
     with pytest.raises(ValueError, match="self_contacts='points'"):
@@ -526,15 +614,23 @@ def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
     model = log_pile(r=r)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
     sim.positions[:, 2] += 0.002
-    contacts = Contacts(model, [Plane()], friction=0.5, self_collision=True, response="direct",
-                        self_contacts="points", direct_rounds=1, direct_grow_rounds=8)
+    contacts = Contacts(
+        model,
+        [Plane()],
+        friction=0.5,
+        self_collision=True,
+        response="direct",
+        self_contacts="points",
+        direct_rounds=1,
+        direct_grow_rounds=8,
+    )
     sim.gs_constraints.append(contacts)
     deepest = 0.0
     for _ in range(5):
         sim.step()
         deepest = max(deepest, -min(contacts.surface_gaps(sim)))
     assert all(conv for _, conv in contacts.solve_log)
-    assert max(rounds for rounds, _ in contacts.solve_log) > 1          # the grow rounds were needed
+    assert max(rounds for rounds, _ in contacts.solve_log) > 1  # the grow rounds were needed
     assert deepest < 0.1 * r
 
 
@@ -561,20 +657,36 @@ def test_a_contact_that_pulls_after_the_grow_rounds_carries_no_friction():
         lam_t[:, 0] = -mu * lam
         sliding = np.zeros((k, 2), np.int8)
         sliding[:, 0] = -1
-        rows = FrictionRows(tangents, -tangents, rng.uniform(-1e-3, 1e-3, (k, 2)), np.full((k, 2), 1e-6), lam_t,
-                            np.full(k, mu), sliding)
+        rows = FrictionRows(
+            tangents, -tangents, rng.uniform(-1e-3, 1e-3, (k, 2)), np.full((k, 2), 1e-6), lam_t, np.full(k, mu), sliding
+        )
         stats = {}
         _, _, dl_n, dl_t = solve_joints_and_contacts(
-            JointRows(2, np.zeros(0, int), np.zeros(0, int)), np.zeros((0, 6, 6)), np.zeros((0, 6, 6)),
-            np.zeros((0, 6)), np.zeros((0, 6)), np.ones((2, 6)), free_a, free_b, grad, -grad, gap + alpha * lam,
-            alpha, lam, rounds=1, friction=rows, stats=stats, grow_rounds=4)
+            JointRows(2, np.zeros(0, int), np.zeros(0, int)),
+            np.zeros((0, 6, 6)),
+            np.zeros((0, 6, 6)),
+            np.zeros((0, 6)),
+            np.zeros((0, 6)),
+            np.ones((2, 6)),
+            free_a,
+            free_b,
+            grad,
+            -grad,
+            gap + alpha * lam,
+            alpha,
+            lam,
+            rounds=1,
+            friction=rows,
+            stats=stats,
+            grow_rounds=4,
+        )
         lam_n, lam_t = lam + dl_n, lam_t + dl_t
         pulls = lam_n < 0.0
         pulled += int(pulls.sum())
-        assert np.all(np.abs(lam_t[pulls]) < 1e-10)             # (round-off: 2e-14)
+        assert np.all(np.abs(lam_t[pulls]) < 1e-10)  # (round-off: 2e-14)
         slide = ~pulls & (rows.sliding[:, 0] != 0)
         assert np.all(np.abs(lam_t[slide, 0]) <= mu * lam_n[slide] * (1 + 1e-9) + 1e-15)
-    assert pulled > 0                   # the case occurs
+    assert pulled > 0  # the case occurs
 
 
 @pytest.mark.parametrize("post", [False, True])
@@ -586,8 +698,15 @@ def test_direct_contacts_follow_remove_joints(post):
     pts = np.stack([np.linspace(0, 1, 21), np.zeros(21), np.full(21, r)], 1)
     model = rod_from_polyline(pts, r, 1e8)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", self_contacts="points",
-                        post_stabilise=post, post_velocity=post)
+    contacts = Contacts(
+        model,
+        [Plane()],
+        friction=0.5,
+        response="direct",
+        self_contacts="points",
+        post_stabilise=post,
+        post_velocity=post,
+    )
     sim.gs_constraints.append(contacts)
     sim.run(10)
     sim.remove_joints([9])
@@ -597,10 +716,12 @@ def test_direct_contacts_follow_remove_joints(post):
         sim.step()
         deepest = max(deepest, -min(contacts.surface_gaps(sim)))
     assert deepest < 0.1 * r
-    assert np.max(np.abs(sim.positions[:, 2] - r)) < 0.1 * r          # both halves lie on the plane
-    gap = sim.segment_points(np.array([[0, 0, -0.025]]), [10])[0] - sim.segment_points(np.array([[0, 0, 0.025]]), [9])[0]
-    assert np.linalg.norm(gap) < 1e-3                                 # the halves did not jump apart
-    if post:                                # both halves pressed 0.5 r into the plane, sinking at 0.5 m/s
+    assert np.max(np.abs(sim.positions[:, 2] - r)) < 0.1 * r  # both halves lie on the plane
+    gap = (
+        sim.segment_points(np.array([[0, 0, -0.025]]), [10])[0] - sim.segment_points(np.array([[0, 0, 0.025]]), [9])[0]
+    )
+    assert np.linalg.norm(gap) < 1e-3  # the halves did not jump apart
+    if post:  # both halves pressed 0.5 r into the plane, sinking at 0.5 m/s
         sim.positions[:, 2] -= 0.5 * r
         sim.velocities[:, 2] = -0.5
         contacts._post_stabilise(sim)
@@ -617,7 +738,7 @@ def test_box_edges_lie_on_the_box_between_their_two_faces():
     u = np.linspace(0.0, 1.0, 7)[:, None, None]
     np.testing.assert_allclose(box.distance((a + u * (b - a)).reshape(-1, 3))[0], 0.0, atol=1e-12)
     mid = 0.5 * (a + b)
-    for n in (n1, n2):                                  # just off each face: that face's normal
+    for n in (n1, n2):  # just off each face: that face's normal
         phi, normal = box.distance(mid + 1e-3 * n)
         np.testing.assert_allclose(phi, 1e-3, atol=1e-12)
         np.testing.assert_allclose(normal, n, atol=1e-9)
@@ -630,8 +751,15 @@ def draped_rod(youngs_modulus, on_box, n=10, seg=0.022, r=0.0015, friction=0.4):
     s = np.arange(n + 1) * seg - on_box * seg
     model = rod_from_polyline(np.stack((s, 0 * s, 0 * s + 1.01 * r), 1), r, youngs_modulus, density=1200.0)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(model, [Box((-0.5, 0, -0.5), (0.5, 0.5, 0.5))], friction=friction, response="direct",
-                        direct_compliance=1e-5, friction_compliance=1e-4, direct_grow_rounds=8)
+    contacts = Contacts(
+        model,
+        [Box((-0.5, 0, -0.5), (0.5, 0.5, 0.5))],
+        friction=friction,
+        response="direct",
+        direct_compliance=1e-5,
+        friction_compliance=1e-4,
+        direct_grow_rounds=8,
+    )
     sim.gs_constraints.append(contacts)
     return sim, contacts
 
@@ -666,8 +794,8 @@ def test_a_stiff_rod_mostly_past_a_box_edge_falls_off():
     sim, contacts = draped_rod(3e9, 2, r=r)
     for _ in range(40):
         sim.step()
-    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.1      # the end that lay on the box is off
-    assert sim.positions[:, 0].max() < 0.2                                # it fell, it was not thrown
+    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.1  # the end that lay on the box is off
+    assert sim.positions[:, 0].max() < 0.2  # it fell, it was not thrown
 
 
 def test_a_frictionless_rod_sliding_off_a_box_edge_gains_no_energy():
@@ -681,8 +809,9 @@ def test_a_frictionless_rod_sliding_off_a_box_edge_gains_no_energy():
     model = rod_from_polyline(np.stack((s, 0 * s, 0 * s + r), 1), r, 1e9, density=1000.0)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
     sim.velocities[:, 0] = 0.5
-    contacts = Contacts(model, [Box((-0.5, 0, -0.5), (0.5, 0.5, 0.5))], friction=0.0, response="direct",
-                        direct_grow_rounds=8)
+    contacts = Contacts(
+        model, [Box((-0.5, 0, -0.5), (0.5, 0.5, 0.5))], friction=0.0, response="direct", direct_grow_rounds=8
+    )
     sim.gs_constraints.append(contacts)
     kinetic = sim.kinetic_energy()
     e = [mechanical_energy(sim)]
@@ -703,16 +832,23 @@ def test_a_joint_point_sliding_over_a_joint_of_the_other_rod_keeps_its_contact()
     groove = np.array([[-length, 0, depth], [0, 0, 0], [length, 0, depth]], float)
     tip = np.array([0.1 * length, 0.0, 0.1 * depth + 2 * r / np.cos(np.arctan(depth / length)) + 1e-4])
     model = rods([groove, np.array([tip, tip + [0, 0, length]])], r, youngs_modulus=2e9)
-    model = RodModel.from_arrays(model.positions, model.orientations, model.lengths, model.radii,
-                                 np.array([1e7, 1e7, 1000.0]), joint_parent=model.joint_parent,
-                                 joint_child=model.joint_child, youngs_modulus=2e9,
-                                 pinned=np.array([True, False, False]))
+    model = RodModel.from_arrays(
+        model.positions,
+        model.orientations,
+        model.lengths,
+        model.radii,
+        np.array([1e7, 1e7, 1000.0]),
+        joint_parent=model.joint_parent,
+        joint_child=model.joint_child,
+        youngs_modulus=2e9,
+        pinned=np.array([True, False, False]),
+    )
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0))
     sim.velocities[2] = [-1.0, 0.0, -0.1]
     contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points")
     sim.gs_constraints.append(contacts)
     sim.step()
-    assert sim.positions[2, 0] < -0.005                          # the tip crossed the joint (x = 0)
+    assert sim.positions[2, 0] < -0.005  # the tip crossed the joint (x = 0)
     assert contacts.surface_gaps(sim)[0] > -0.1 * r
 
 
@@ -737,7 +873,7 @@ def test_a_rod_lying_across_two_rods_stays_at_rest(mu):
     for _ in range(150):
         sim.step()
         energy.append(sim.kinetic_energy())
-    weight_drop = model.masses.sum() * G * 1e-6              # the energy of settling 1 µm
+    weight_drop = model.masses.sum() * G * 1e-6  # the energy of settling 1 µm
     assert max(energy[50:]) < weight_drop
     assert np.abs(sim.positions[20:, :2] - x0[20:, :2]).max() < 1e-5
     assert min(contacts.surface_gaps(sim)) > -1e-3 * r
@@ -752,17 +888,24 @@ def test_two_parallel_rods_sheared_by_half_a_segment_in_one_step_stay_apart():
     x = np.linspace(-length, length, 3)
     line = lambda z: np.stack((x, 0 * x, np.full_like(x, z)), 1)
     model = rods([line(0.0), line(2 * r + 1e-4)], r, youngs_modulus=2e9)
-    model = RodModel.from_arrays(model.positions, model.orientations, model.lengths, model.radii,
-                                 np.array([1e7, 1e7, 1000.0, 1000.0]), joint_parent=model.joint_parent,
-                                 joint_child=model.joint_child, youngs_modulus=2e9,
-                                 pinned=np.array([True, False, False, False]))
+    model = RodModel.from_arrays(
+        model.positions,
+        model.orientations,
+        model.lengths,
+        model.radii,
+        np.array([1e7, 1e7, 1000.0, 1000.0]),
+        joint_parent=model.joint_parent,
+        joint_child=model.joint_child,
+        youngs_modulus=2e9,
+        pinned=np.array([True, False, False, False]),
+    )
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0))
     sim.velocities[2:] = [1.0, 0.0, -0.3]
     contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points")
     sim.gs_constraints.append(contacts)
     sim.step()
-    assert np.all(contacts.mode == FIXED)                         # joint point pairs only
-    np.testing.assert_allclose(sim.positions[2:, 0], [0.0, 0.02], atol=1e-3)     # A slid half a segment
+    assert np.all(contacts.mode == FIXED)  # joint point pairs only
+    np.testing.assert_allclose(sim.positions[2:, 0], [0.0, 0.02], atol=1e-3)  # A slid half a segment
     assert contacts.surface_gaps(sim)[0] > -0.1 * r
 
 
@@ -775,8 +918,15 @@ def test_collider_rows_sink_by_their_own_compliance_times_their_load(alpha):
     pts = np.stack([np.linspace(0, 0.5, 11), np.zeros(11), np.full(11, r)], 1)
     model = rod_from_polyline(pts, r, 1e9)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", direct_compliance=1e-7,
-                        collider_compliance=alpha, direct_grow_rounds=8)
+    contacts = Contacts(
+        model,
+        [Plane()],
+        friction=0.5,
+        response="direct",
+        direct_compliance=1e-7,
+        collider_compliance=alpha,
+        direct_grow_rounds=8,
+    )
     sim.gs_constraints.append(contacts)
     sim.run(60)
     active = contacts.normal_impulse > 0.0
@@ -798,7 +948,7 @@ def test_post_stabilisation_removes_overlaps_with_the_joints_held_and_the_veloci
     sim.positions[:, 2] += 0.5 + 0.5 * r
     sim.velocities[:] = np.random.default_rng(3).normal(0.0, 0.1, sim.velocities.shape)
     v0, w0 = sim.velocities.copy(), sim.angular_velocities.copy()
-    joints0 = np.abs(sim._joint_values()[:, :3]).max()             # zero-stretch rows [m]
+    joints0 = np.abs(sim._joint_values()[:, :3]).max()  # zero-stretch rows [m]
     z0 = sim.positions[:, 2].copy()
     before = contacts.surface_gaps(sim)
     assert before[0] < -1.1 * r and before[1] < -0.45 * r
@@ -827,8 +977,9 @@ def test_post_velocity_stops_the_closed_rows_sinking_and_takes_energy_out():
     for post_velocity in (False, True):
         model, na = two_crossing_rods(r, height=0.8 * r)
         sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0))
-        contacts = Contacts(model, [Plane((0, 0, 1), 0.5)], self_collision=True, post_stabilise=True,
-                            post_velocity=post_velocity)
+        contacts = Contacts(
+            model, [Plane((0, 0, 1), 0.5)], self_collision=True, post_stabilise=True, post_velocity=post_velocity
+        )
         sim.positions[:, 2] += 0.5 + 0.5 * r
         sim.velocities[:na] = (0.1, 0.0, -1.0)
         sim.velocities[na:] = (0.0, 0.0, -3.0)
@@ -840,7 +991,7 @@ def test_post_velocity_stops_the_closed_rows_sinking_and_takes_energy_out():
             assert vz[:na].max() == -1.0 and vz[na:].max() == -3.0
             continue
         assert vz[:na].min() > -1e-3
-        cross = na + na // 2 - 1                        # B's segment over A's middle
+        cross = na + na // 2 - 1  # B's segment over A's middle
         assert vz[cross] > vz[na // 2] - 1e-3
         np.testing.assert_allclose(sim.velocities[:na, 0], 0.1, atol=1e-9)
         assert sim.kinetic_energy() < 0.5 * ke0
@@ -863,7 +1014,7 @@ def test_post_stabilised_steps_keep_a_rod_over_a_box_edge_within_the_tolerance()
             sim.step()
             deepest[post] = max(deepest[post], -min(contacts.surface_gaps(sim)))
         far_end[post] = sim.positions[-1, 2]
-    assert deepest[False] > 0.2 * r                   # the case needs it
+    assert deepest[False] > 0.2 * r  # the case needs it
     assert deepest[True] < 0.045 * r
     assert far_end[True] < -0.05 and far_end[False] < -0.05
 
@@ -879,8 +1030,16 @@ def test_post_stabilisation_leaves_a_compliant_rows_sink_at_rest():
     for post in (False, True):
         model = rod_from_polyline(pts, r, 1e9)
         sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-        contacts = Contacts(model, [Plane()], friction=0.5, response="direct", direct_compliance=1e-7,
-                            collider_compliance=0.75e-2, direct_grow_rounds=8, post_stabilise=post)
+        contacts = Contacts(
+            model,
+            [Plane()],
+            friction=0.5,
+            response="direct",
+            direct_compliance=1e-7,
+            collider_compliance=0.75e-2,
+            direct_grow_rounds=8,
+            post_stabilise=post,
+        )
         sim.gs_constraints.append(contacts)
         sim.run(60)
         assert np.abs(sim.velocities).max() < 1e-9
@@ -925,15 +1084,24 @@ def test_a_stack_of_coils_resting_on_a_plane_gains_no_energy():
     pairs = np.concatenate([np.stack((seg, seg + per + d), 1) for d in (-1, 0, 1)])
     pairs = pairs[pairs[:, 1] < n]
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(model, [Plane()], friction=0.4, self_collision=True, self_friction=0.1,
-                        response="direct", self_contacts="points", self_pairs=pairs, direct_compliance=1e-4)
+    contacts = Contacts(
+        model,
+        [Plane()],
+        friction=0.4,
+        self_collision=True,
+        self_friction=0.1,
+        response="direct",
+        self_contacts="points",
+        self_pairs=pairs,
+        direct_compliance=1e-4,
+    )
     sim.gs_constraints.append(contacts)
     e0 = mechanical_energy(sim)
     gains = []
     for _ in range(20):
         sim.step()
         gains.append(mechanical_energy(sim) - e0)
-    assert max(gains) < model.masses.sum() * G * 1e-5      # no more than lifting the stack by 10 µm
+    assert max(gains) < model.masses.sum() * G * 1e-5  # no more than lifting the stack by 10 µm
 
 
 @pytest.mark.parametrize("max_move", [None, 0.1])
@@ -945,8 +1113,13 @@ def test_direct_max_move_damps_each_solve_to_the_limit(max_move):
     s = np.linspace(-0.05, 0.05, 5)
     model = rods([np.stack((s, 0 * s, 0 * s), 1), np.stack((s, 0 * s, np.full_like(s, r)), 1)], r)
     sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0, gravity=(0, 0, 0))
-    contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points",
-                        direct_max_move=None if max_move is None else max_move * r)
+    contacts = Contacts(
+        model,
+        self_collision=True,
+        response="direct",
+        self_contacts="points",
+        direct_max_move=None if max_move is None else max_move * r,
+    )
     sim.gs_constraints.append(contacts)
     x0 = sim.positions.copy()
     sim.step()

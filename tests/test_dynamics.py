@@ -1,4 +1,5 @@
 """Time stepping (Deul Algorithm 1) against analytic statics, invariants and XPBD's Δt independence."""
+
 import numpy as np
 import pytest
 
@@ -59,8 +60,8 @@ def test_torsion_angle_matches_TL_over_GJ():
     model = cantilever(40, torsion_modulus=4e8, stretch_compliance=1e-14)
     sim = Simulator(model, gravity=(0, 0, 0), tolerance=1e-13, max_iterations=20)
     torque = 2e4
-    sim.torques[-1] = [torque, 0, 0]          # about the rod axis (+x)
-    static_solve(sim, dt=1 / 120)             # torsion is a stiff mode: keep XPBD's O(Δt²) bias small
+    sim.torques[-1] = [torque, 0, 0]  # about the rod axis (+x)
+    static_solve(sim, dt=1 / 120)  # torsion is a stiff mode: keep XPBD's O(Δt²) bias small
     r = 0.5
     j = np.pi * r**4 / 2
     d = quat.multiply(quat.conjugate(model.orientations[-1]), sim.orientations[-1])
@@ -73,9 +74,12 @@ def test_torsion_angle_matches_TL_over_GJ():
 def test_anisotropic_cross_section_bends_by_its_two_moments():
     """Elliptic section (a, b) along (d1, d2): tip deflections along d1 and d2 are in the ratio I1/I2 = b²/a²."""
     a, b = 0.3, 0.6
-    pts = np.zeros((22, 3)); pts[:, 2] = np.linspace(-0.5, 10, 22)   # rod along +z: d1 = x, d2 = y
+    pts = np.zeros((22, 3))
+    pts[:, 2] = np.linspace(-0.5, 10, 22)  # rod along +z: d1 = x, d2 = y
     model = rod_from_polyline(pts, 1.0, 1e9, None, 1000.0, pinned=["start"], stretch_compliance=1e-14)
-    model = model.copy_with(radii=np.tile([a, b], (model.n_segments, 1)), joint_radii=np.tile([a, b], (model.n_joints, 1)))
+    model = model.copy_with(
+        radii=np.tile([a, b], (model.n_segments, 1)), joint_radii=np.tile([a, b], (model.n_joints, 1))
+    )
     tips = []
     for direction in ([1.0, 0, 0], [0, 1.0, 0]):
         sim = static_solve(tip_loaded(model, 100.0 * np.array(direction)))
@@ -137,9 +141,8 @@ def test_pinned_segment_driven_by_a_function_of_time_carries_the_rod():
     model = helix(pinned=("start",))
     v = np.array([0.3, -0.2, 0.1])
     p0, q0 = model.positions[:1].copy(), model.orientations[:1].copy()
-    sim = Simulator(model, dt=1 / 60, gravity=(0, 0, 0), tolerance=1e-12,
-                    kinematic=lambda t: (p0 + v * t, q0))
-    sim.velocities[:] = v           # start moving with the driver
+    sim = Simulator(model, dt=1 / 60, gravity=(0, 0, 0), tolerance=1e-12, kinematic=lambda t: (p0 + v * t, q0))
+    sim.velocities[:] = v  # start moving with the driver
     for _ in range(120):
         sim.step()
     np.testing.assert_allclose(sim.positions, model.positions + v * sim.time, atol=1e-7)
@@ -156,17 +159,20 @@ def test_steady_deflection_is_independent_of_time_step_and_iterations(dt, iterat
     reference = static_solve(Simulator(model, gravity=(0, 0, -9.81), tolerance=1e-13, max_iterations=20))
     deflection = model.positions[-1, 2] - sim.tip()[2]
     expected = model.positions[-1, 2] - reference.tip()[2]
-    assert expected > 0.05                       # a real, visible sag
+    assert expected > 0.05  # a real, visible sag
     assert deflection == pytest.approx(expected, rel=0.01)
 
 
 def test_quaternion_sign_of_the_input_pose_does_not_matter():
     model = helix(pinned=("start",))
-    flipped = model.copy_with(orientations=model.orientations * np.where(np.arange(model.n_segments) % 3 == 0, -1.0, 1.0)[:, None])
+    flipped = model.copy_with(
+        orientations=model.orientations * np.where(np.arange(model.n_segments) % 3 == 0, -1.0, 1.0)[:, None]
+    )
     a = Simulator(model, dt=1 / 60)
     b = Simulator(flipped, dt=1 / 60)
     for _ in range(30):
-        a.step(); b.step()
+        a.step()
+        b.step()
     np.testing.assert_allclose(a.positions, b.positions, atol=1e-10)
 
 
@@ -174,10 +180,11 @@ def test_gauss_seidel_converges_to_the_direct_solution():
     model = cantilever(10, youngs_modulus=1e8)
     a = Simulator(model, dt=1 / 60)
     b = Simulator(model, dt=1 / 60, solver="gs")
-    a.begin_step(); b.begin_step()
+    a.begin_step()
+    b.begin_step()
     r_kkt = [a.iterate() for _ in range(3)]
     residuals = [b.iterate() for _ in range(3000)]
-    assert r_kkt[2] < 1e-13                          # Newton: quadratic convergence
-    assert residuals[-1] < residuals[0] * 1e-3       # GS converges …
-    assert residuals[0] > 1e3 * r_kkt[0]             # … but far slower than one KKT iteration
+    assert r_kkt[2] < 1e-13  # Newton: quadratic convergence
+    assert residuals[-1] < residuals[0] * 1e-3  # GS converges …
+    assert residuals[0] > 1e3 * r_kkt[0]  # … but far slower than one KKT iteration
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-3 * np.ptp(a.positions[:, 2]) + 1e-9)

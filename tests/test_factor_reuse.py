@@ -1,5 +1,6 @@
 """Simplified Newton (Simulator.factor_reuse): a reused KKT factorisation changes how fast a step converges,
 not the static equilibrium, adds no energy, and is renewed when it stops converging."""
+
 import numpy as np
 import pytest
 
@@ -20,6 +21,7 @@ def counting(sim):
         def wrapped(*a, _f=original, **k):
             count[0] += 1
             return _f(*a, **k)
+
         setattr(kkt, name, wrapped)
     return count
 
@@ -68,7 +70,7 @@ def test_one_iteration_per_frame_follows_exact_newton():
     (exact, n_exact), (reused, n_reused) = runs[0], runs[2]
     assert n_exact == 48 and n_reused == 16
     motion = np.max(np.linalg.norm(exact - x0, axis=2))
-    assert motion > 0.2                            # m
+    assert motion > 0.2  # m
     assert np.max(np.linalg.norm(reused - exact, axis=2)) < 1e-3 * motion
 
 
@@ -88,7 +90,7 @@ def test_reuse_adds_no_energy(reuse):
         sim.step()
         e = energy() - e0
         peak, drop = max(peak, e), min(drop, e)
-    assert drop < -100.0                           # J: the tree does fall and swing
+    assert drop < -100.0  # J: the tree does fall and swing
     assert peak <= 1e-9 * abs(drop)
 
 
@@ -100,7 +102,7 @@ def step_after_a_jump():
     sim.factor_reuse = 100
     sim.step()
     count = counting(sim)
-    c, s = np.cos(np.pi / 6), np.sin(np.pi / 6)     # 60° about y
+    c, s = np.cos(np.pi / 6), np.sin(np.pi / 6)  # 60° about y
     rot = np.array([[1 - 2 * s * s, 0, 2 * s * c], [0, 1, 0], [-2 * s * c, 0, 1 - 2 * s * s]])
     free = ~model.pinned
     sim.positions[free] = sim.positions[free] @ rot.T

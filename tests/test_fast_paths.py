@@ -4,6 +4,7 @@ ChainKKT (banded joint-space Cholesky) and TreeKKT.factor_blocks against scipy's
 same KKT matrix (Eq. 22); the Eq. 23 strain option against finite differences; the bilinear-table
 quaternion products against direct formulas; the chunked pivot inversion against LAPACK.
 """
+
 import numpy as np
 import pytest
 
@@ -19,27 +20,46 @@ from test_kkt_tree import assemble, pinned_both_ends
 def v_chain():
     """Two rods hanging from one middle segment (which is the parent of both joints next to it)."""
     n = 9
-    pos = np.zeros((n, 3)); pos[:, 0] = np.arange(n) * 0.1
+    pos = np.zeros((n, 3))
+    pos[:, 0] = np.arange(n) * 0.1
     q = np.tile([1.0, 0, 0, 0], (n, 1))
     parent = [4, 3, 2, 1, 4, 5, 6, 7]
     child = [3, 2, 1, 0, 5, 6, 7, 8]
     pp = np.array([[-0.05, 0, 0]] * 4 + [[0.05, 0, 0]] * 4)
-    pinned = np.zeros(n, bool); pinned[0] = True
-    return RodModel.from_arrays(pos, q, 0.1, 0.01, 1000.0, joint_parent=parent, joint_child=child,
-                                joint_point_parent=pp, joint_point_child=-pp, youngs_modulus=1e9, pinned=pinned)
+    pinned = np.zeros(n, bool)
+    pinned[0] = True
+    return RodModel.from_arrays(
+        pos,
+        q,
+        0.1,
+        0.01,
+        1000.0,
+        joint_parent=parent,
+        joint_child=child,
+        joint_point_parent=pp,
+        joint_point_child=-pp,
+        youngs_modulus=1e9,
+        pinned=pinned,
+    )
 
 
 def two_rods():
     a, b = chain(6), pinned_both_ends()
     n = a.n_segments
     cat = np.concatenate
-    return RodModel.from_arrays(cat((a.positions, b.positions + 1.0)), cat((a.orientations, b.orientations)),
-                                cat((a.lengths, b.lengths)), cat((a.radii, b.radii)), 1000.0,
-                                joint_parent=cat((a.joint_parent, b.joint_parent + n)),
-                                joint_child=cat((a.joint_child, b.joint_child + n)),
-                                joint_point_parent=cat((a.joint_point_parent, b.joint_point_parent)),
-                                joint_point_child=cat((a.joint_point_child, b.joint_point_child)),
-                                youngs_modulus=1e9, pinned=cat((a.pinned, b.pinned)))
+    return RodModel.from_arrays(
+        cat((a.positions, b.positions + 1.0)),
+        cat((a.orientations, b.orientations)),
+        cat((a.lengths, b.lengths)),
+        cat((a.radii, b.radii)),
+        1000.0,
+        joint_parent=cat((a.joint_parent, b.joint_parent + n)),
+        joint_child=cat((a.joint_child, b.joint_child + n)),
+        joint_point_parent=cat((a.joint_point_parent, b.joint_point_parent)),
+        joint_point_child=cat((a.joint_point_child, b.joint_point_child)),
+        youngs_modulus=1e9,
+        pinned=cat((a.pinned, b.pinned)),
+    )
 
 
 def perturbed_step(model, seed=0):
@@ -64,8 +84,9 @@ def test_chain_solver_solves_the_kkt_system(make):
         k.factor(sim._mass_diag_free, sim.alpha_tilde, jp, jc)
     rhs_joint = c + sim.alpha_tilde * sim.lam
     for rhs_seg in (rng.normal(size=(sim.free_index.size, 6)), None):
-        r = np.concatenate((np.zeros(6 * sim.free_index.size) if rhs_seg is None else rhs_seg.ravel(),
-                            rhs_joint.ravel()))
+        r = np.concatenate(
+            (np.zeros(6 * sim.free_index.size) if rhs_seg is None else rhs_seg.ravel(), rhs_joint.ravel())
+        )
         z_chain, z_tree = (np.concatenate([part.ravel() for part in k.solve(rhs_seg, rhs_joint)]) for k in solvers)
         assert np.linalg.norm(h @ z_chain - r) <= 1e-8 * np.linalg.norm(z_chain) * np.abs(h).max()
         np.testing.assert_allclose(z_chain, z_tree, rtol=1e-7, atol=1e-9 * np.max(np.abs(z_tree)))
@@ -96,18 +117,30 @@ def test_factor_from_blocks_equals_factor_from_full_jacobians():
     # a general factor() in between must not leave its blocks behind for factor_blocks
     full.factor(sim._mass_diag_free, sim.alpha_tilde, *(2.0 * j for j in ev.jacobians()[:2]))
     full.factor_blocks(sim._mass_diag_free, sim.alpha_tilde, *ev.rotation_columns())
-    np.testing.assert_allclose(full.solve(None, rhs)[1], fast.solve(None, rhs)[1], rtol=1e-12,
-                               atol=1e-12 * np.max(np.abs(fast.solve(None, rhs)[1])))
+    np.testing.assert_allclose(
+        full.solve(None, rhs)[1],
+        fast.solve(None, rhs)[1],
+        rtol=1e-12,
+        atol=1e-12 * np.max(np.abs(fast.solve(None, rhs)[1])),
+    )
 
 
 def bent_model(rng, m=6):
     """A random model whose rest pose has large relative rotations (junction-like)."""
     n = m + 1
     q = quat.normalize(rng.normal(size=(n, 4)))
-    return RodModel.from_arrays(rng.normal(size=(n, 3)), q, rng.uniform(0.1, 1.0, n), 0.05, 1000.0,
-                                joint_parent=np.arange(m), joint_child=np.arange(1, n),
-                                joint_point_parent=rng.normal(size=(m, 3)), joint_point_child=rng.normal(size=(m, 3)),
-                                youngs_modulus=1e9)
+    return RodModel.from_arrays(
+        rng.normal(size=(n, 3)),
+        q,
+        rng.uniform(0.1, 1.0, n),
+        0.05,
+        1000.0,
+        joint_parent=np.arange(m),
+        joint_child=np.arange(1, n),
+        joint_point_parent=rng.normal(size=(m, 3)),
+        joint_point_child=rng.normal(size=(m, 3)),
+        youngs_modulus=1e9,
+    )
 
 
 def test_eq23_strain_and_jacobians():
@@ -124,14 +157,18 @@ def test_eq23_strain_and_jacobians():
     assert np.max(np.abs(c - evaluate(model, x, q, with_jacobians=False))) > 1e-3
     straight = chain(8)
     qs = quat.normalize(straight.orientations + 0.05 * rng.normal(size=straight.orientations.shape))
-    np.testing.assert_allclose(evaluate(straight, straight.positions, qs, with_jacobians=False, strain="eq23"),
-                               evaluate(straight, straight.positions, qs, with_jacobians=False), atol=1e-12)
+    np.testing.assert_allclose(
+        evaluate(straight, straight.positions, qs, with_jacobians=False, strain="eq23"),
+        evaluate(straight, straight.positions, qs, with_jacobians=False),
+        atol=1e-12,
+    )
     h = 1e-6
     for jac, seg_of in ((jp, model.joint_parent), (jc, model.joint_child)):
         for j in range(model.n_joints):
             num = np.zeros((6, 6))
             for k in range(6):
-                step = np.zeros(6); step[k] = h
+                step = np.zeros(6)
+                step[k] = h
                 out = []
                 for sgn in (1.0, -1.0):
                     xx, qq = x.copy(), q.copy()
@@ -148,13 +185,14 @@ def test_quaternion_tables_match_direct_formulas():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
     aw, av, bw, bv = a[:, 0], a[:, 1:], b[:, 0], b[:, 1:]
-    direct = np.concatenate(((aw * bw - np.sum(av * bv, axis=1))[:, None],
-                             aw[:, None] * bv + bw[:, None] * av + np.cross(av, bv)), axis=1)
+    direct = np.concatenate(
+        ((aw * bw - np.sum(av * bv, axis=1))[:, None], aw[:, None] * bv + bw[:, None] * av + np.cross(av, bv)), axis=1
+    )
     np.testing.assert_allclose(quat.multiply(a, b), direct, atol=1e-14)
     np.testing.assert_allclose(quat.multiply_conjugate(a, b), quat.multiply(quat.conjugate(a), b), atol=1e-14)
     np.testing.assert_allclose(quat.cross(av, bv), np.cross(av, bv), atol=1e-14)
     u = quat.normalize(a)
-    r = quat.to_matrix(a)                       # unnormalised input: the rotation of a/|a|
+    r = quat.to_matrix(a)  # unnormalised input: the rotation of a/|a|
     np.testing.assert_allclose(r @ np.swapaxes(r, 1, 2), np.broadcast_to(np.eye(3), r.shape), atol=1e-14)
     np.testing.assert_allclose(np.linalg.det(r), 1.0, atol=1e-14)
     v = rng.normal(size=(20, 3))
@@ -167,9 +205,9 @@ def test_chunked_pivot_inversion_matches_lapack():
     rng = np.random.default_rng(5)
     k = 2 * CHUNK + 7
     a = rng.normal(size=(k, 6, 6))
-    d = -(a @ np.swapaxes(a, 1, 2) + 1e-2 * np.eye(6))          # negative definite, like joint pivots
+    d = -(a @ np.swapaxes(a, 1, 2) + 1e-2 * np.eye(6))  # negative definite, like joint pivots
     np.testing.assert_allclose(inv_definite(d, -1.0), np.linalg.inv(d), rtol=1e-9, atol=1e-12)
-    d[k - 1, 5, 5] = 1.0                                         # indefinite, in the last batch
+    d[k - 1, 5, 5] = 1.0  # indefinite, in the last batch
     with pytest.raises(np.linalg.LinAlgError):
         inv_definite(d, -1.0)
 
@@ -184,14 +222,15 @@ def test_evaluator_tables_equal_direct_formulas(strain):
     ev = JointEvaluator(model, strain=strain)
     jp, jc, inv_l = model.joint_parent, model.joint_child, 1.0 / model.joint_lengths
     flipped = 0
-    for trial in range(3):                     # the evaluator's buffers are reused between poses
+    for trial in range(3):  # the evaluator's buffers are reused between poses
         x = model.positions + 0.1 * rng.normal(size=model.positions.shape)
         q = quat.normalize(model.orientations + 0.8 * rng.normal(size=model.orientations.shape))
         c = ev.values(x, q).copy()
         rot_p, rot_c = (a.copy() for a in ev.rotation_columns())
         rp, rc = quat.to_matrix(q[jp]), quat.to_matrix(q[jc])
-        stretch = (x[jp] - x[jc] + quat.rotate(q[jp], model.joint_point_parent)
-                   - quat.rotate(q[jc], model.joint_point_child))
+        stretch = (
+            x[jp] - x[jc] + quat.rotate(q[jp], model.joint_point_parent) - quat.rotate(q[jc], model.joint_point_child)
+        )
         e = quat.multiply(quat.conjugate(q[jp]), q[jc])
         if strain == "rotation":
             e = quat.multiply(quat.conjugate(model.rest_darboux), e)
@@ -205,8 +244,9 @@ def test_evaluator_tables_equal_direct_formulas(strain):
         flipped += int(np.sum(e[:, 0] < 0.0))
         k = quat.skew(e[:, 1:]) + e[:, 0, None, None] * np.eye(3)
         want_c = np.concatenate((stretch, bend), axis=1)
-        want_p = np.concatenate((-rp @ quat.skew(model.joint_point_parent),
-                                 -ls[:, None, None] * np.swapaxes(k, 1, 2) @ r0t), axis=1)
+        want_p = np.concatenate(
+            (-rp @ quat.skew(model.joint_point_parent), -ls[:, None, None] * np.swapaxes(k, 1, 2) @ r0t), axis=1
+        )
         want_c_rot = np.concatenate((rc @ quat.skew(model.joint_point_child), ls[:, None, None] * k), axis=1)
         for got, want in ((c, want_c), (rot_p, want_p), (rot_c, want_c_rot)):
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
@@ -215,14 +255,15 @@ def test_evaluator_tables_equal_direct_formulas(strain):
         sub_c, sub_p, sub_c_jac = evaluate(model, x, q, few, strain=strain)
         for got, want in ((sub_c, want_c), (sub_p[:, :, 3:], want_p), (sub_c_jac[:, :, 3:], want_c_rot)):
             np.testing.assert_allclose(got, want[few], rtol=0, atol=1e-12 * np.max(np.abs(want)))
-    assert flipped > 0                          # the short-arc sign s = −1 was exercised
+    assert flipped > 0  # the short-arc sign s = −1 was exercised
 
 
 def test_prediction_fast_paths_equal_formula():
     """begin_step with zero torque (no body-frame rotation of torques) and a non-contiguous set of free segments
     (gathered, not sliced) gives Algorithm 1's prediction, line 1–3, to round-off; pinned segments stay put."""
     model = chain(12)
-    pinned = model.pinned.copy(); pinned[6] = True
+    pinned = model.pinned.copy()
+    pinned[6] = True
     model = model.copy_with(pinned=pinned)
     rng = np.random.default_rng(3)
     sim = Simulator(model, dt=0.01)

@@ -1,5 +1,6 @@
 """Fracture (solver/core/fracture.py) and Simulator.remove_joints: a joint breaks where the bending strain passes
 the rupture strain, and what hung on it falls freely."""
+
 import numpy as np
 import pytest
 
@@ -20,14 +21,14 @@ def rod(n=20, length=1.0, radius=0.005, e=1e9):
 def test_cantilever_breaks_at_the_root_when_the_moment_reaches_rupture():
     """A horizontal cantilever under a growing tip load breaks at its clamp joint (largest moment) when
     r·F·L/(EI) reaches the rupture strain: F_break = ε EI / (r L_arm), within 3 % (small deflection, slow load)."""
-    r, e, eps = 0.02, 1e9, 0.002          # small deflection at the break: ε L / 3r ≈ 0.03
+    r, e, eps = 0.02, 1e9, 0.002  # small deflection at the break: ε L / 3r ≈ 0.03
     model = gravity_prestress(rod(radius=r, e=e), np.zeros(3))
     sim = Simulator(model, dt=1 / 240, max_iterations=5, gravity=(0, 0, 0), damping=20.0)
     frac = Fracture(rupture_strain=eps)
     sim.post_step.append(frac)
     tip = model.n_segments - 1
     ei = e * np.pi * r**4 / 4
-    rate = 4.0                                      # N/s: quasi-static (≈ 13 N over 3 s; first period 0.18 s)
+    rate = 4.0  # N/s: quasi-static (≈ 13 N over 3 s; first period 0.18 s)
     force = 0.0
     while not frac.broken and force < 50.0:
         force += rate * sim.dt
@@ -55,9 +56,9 @@ def test_broken_piece_falls_freely_and_is_no_longer_attached():
     att = attached(sim.model)
     assert att.sum() == 11 and not att[-1]
     z0 = sim.positions[-5:, 2].mean()
-    sim.run(60)                                     # 0.5 s
+    sim.run(60)  # 0.5 s
     drop = z0 - sim.positions[-5:, 2].mean()
-    assert drop == pytest.approx(0.5 * 9.81 * 0.5**2, rel=0.02)     # free fall of the detached piece
+    assert drop == pytest.approx(0.5 * 9.81 * 0.5**2, rel=0.02)  # free fall of the detached piece
     # the rest of the rod still hangs from the clamp: its root segment barely moved
     assert np.linalg.norm(sim.positions[1] - model.positions[1]) < 0.01
 
@@ -86,7 +87,7 @@ def test_joints_keep_their_original_numbers_through_several_breaks():
     model = rod()
     sim = Simulator(model, dt=1 / 120, gravity=G)
     sim.remove_joints([5])
-    sim.remove_joints([10])               # tree joint 10 of the reduced model is original joint 11
+    sim.remove_joints([10])  # tree joint 10 of the reduced model is original joint 11
     idx = sim.model.joint_input_index
     assert 5 not in idx and 11 not in idx and idx.size == model.n_joints - 2
     np.testing.assert_array_equal(sim.model.joint_child, model.joint_child[idx])

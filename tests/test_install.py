@@ -5,6 +5,7 @@ isolated user profile (BLENDER_USER_* in a tmp dir), through tests/blender_scrip
 The extension is built once for this module, for all six platforms (one zip each); the layout tests
 read every zip.
 """
+
 import importlib.util
 import json
 import os
@@ -38,14 +39,13 @@ WHEEL_TAG_FOR_PLATFORM = {
     "windows-x64": lambda tag: tag == "win_amd64",
     "windows-arm64": lambda tag: tag == "win_arm64",
 }
-BLENDER_PYTHON = "3.11"                 # Blender 4.2-5.0
-BLENDER_NUMPY = ("1.26.0", "1.26.4")    # the numpy 1.26.x Blender 4.2-5.0 bundle
-MAX_ZIP_BYTES = 100e6                   # the size limit set for each platform's zip
+BLENDER_PYTHON = "3.11"  # Blender 4.2-5.0
+BLENDER_NUMPY = ("1.26.0", "1.26.4")  # the numpy 1.26.x Blender 4.2-5.0 bundle
+MAX_ZIP_BYTES = 100e6  # the size limit set for each platform's zip
 
 
 def _load_build_module():
-    spec = importlib.util.spec_from_file_location("stiff_rods_build_extension",
-                                                  ROOT / "tools" / "build_extension.py")
+    spec = importlib.util.spec_from_file_location("stiff_rods_build_extension", ROOT / "tools" / "build_extension.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -68,8 +68,10 @@ def legacy_zip(dist):
 def extension_zips(dist):
     """The default build: every platform, one zip each (built once for this module)."""
     if build.find_blender_ext() is None:
-        pytest.skip("Blender's extension CLI not found: the bpy module is not installed "
-                    "(python3 -m pip install -r requirements-dev.txt)")
+        pytest.skip(
+            "Blender's extension CLI not found: the bpy module is not installed "
+            "(python3 -m pip install -r requirements-dev.txt)"
+        )
     build.build_extension_zip(dist)
     return {z.name: z for z in dist.glob("*.zip") if not z.name.endswith("-legacy.zip")}
 
@@ -82,8 +84,7 @@ def _zip_for(extension_zips, blender_platform):
 
 def _host_platform():
     system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(platform.system())
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        platform.machine().lower())
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
     if system is None or machine is None:
         pytest.skip(f"no Blender platform for {platform.system()} {platform.machine()}")
     return f"{system}-{machine}"
@@ -98,8 +99,12 @@ def extension_zip(extension_zips):
 def _profile_env(tmp_path):
     """Environment for a Blender with a fresh, isolated user profile under tmp_path."""
     env = dict(os.environ)
-    for var, sub in (("BLENDER_USER_RESOURCES", "resources"), ("BLENDER_USER_CONFIG", "config"),
-                     ("BLENDER_USER_SCRIPTS", "scripts"), ("BLENDER_USER_DATAFILES", "datafiles")):
+    for var, sub in (
+        ("BLENDER_USER_RESOURCES", "resources"),
+        ("BLENDER_USER_CONFIG", "config"),
+        ("BLENDER_USER_SCRIPTS", "scripts"),
+        ("BLENDER_USER_DATAFILES", "datafiles"),
+    ):
         path = tmp_path / "profile" / sub
         path.mkdir(parents=True, exist_ok=True)
         env[var] = str(path)
@@ -109,8 +114,7 @@ def _profile_env(tmp_path):
 def _run_check(cmd, tmp_path, env=None):
     env = env or _profile_env(tmp_path)
     try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                              timeout=BLENDER_TIMEOUT, cwd=tmp_path)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=BLENDER_TIMEOUT, cwd=tmp_path)
     except subprocess.TimeoutExpired as ex:
         out = ex.stdout.decode(errors="replace") if isinstance(ex.stdout, bytes) else ex.stdout
         pytest.fail(f"timed out after {BLENDER_TIMEOUT} s: {' '.join(map(str, cmd))}\n{out or ''}")
@@ -119,7 +123,7 @@ def _run_check(cmd, tmp_path, env=None):
     assert lines, f"no INSTALL_CHECK line (exit {done.returncode}):\n{output[-8000:]}"
     assert lines[-1].startswith("INSTALL_CHECK OK "), f"{lines[-1]}\n{output[-8000:]}"
     assert done.returncode == 0, f"exit {done.returncode}:\n{output[-8000:]}"
-    return json.loads(lines[-1][len("INSTALL_CHECK OK "):])
+    return json.loads(lines[-1][len("INSTALL_CHECK OK ") :])
 
 
 def _assert_registered(info, module):
@@ -139,8 +143,22 @@ def test_legacy_zip_installs_and_registers_in_blender_3_4(legacy_zip, tmp_path):
     # numpy/scipy) from the first python3.11 on PATH: under pyenv/venv that would be the wrong one.
     # Put Blender's own folder (/usr/bin, where the system python3.11 is) first, as for a user.
     env["PATH"] = os.pathsep.join([os.path.dirname(os.path.realpath(blender)), env.get("PATH", "")])
-    info = _run_check([blender, "-b", "--factory-startup", "--python-exit-code", "1",
-                       "--python", str(CHECK_SCRIPT), "--", str(legacy_zip), "legacy"], tmp_path, env)
+    info = _run_check(
+        [
+            blender,
+            "-b",
+            "--factory-startup",
+            "--python-exit-code",
+            "1",
+            "--python",
+            str(CHECK_SCRIPT),
+            "--",
+            str(legacy_zip),
+            "legacy",
+        ],
+        tmp_path,
+        env,
+    )
     _assert_registered(info, "stiff_rods")
     assert Path(info["file"]).is_relative_to(tmp_path)
 
@@ -153,8 +171,9 @@ def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
     assert Path(info["file"]).is_relative_to(tmp_path)
     restart = info["restart"]
     (wheel,) = _wheels_in(extension_zip)
-    assert restart["scipy"] == _wheel_metadata(extension_zip, wheel)["Version"], \
+    assert restart["scipy"] == _wheel_metadata(extension_zip, wheel)["Version"], (
         "the bundled scipy wheel was not the one used"
+    )
     assert Path(restart["scipy_file"]).is_relative_to(tmp_path)
 
 
@@ -192,10 +211,10 @@ def _wheel_metadata(zip_path, wheel):
     ``zip_path``): {key: value}, {key: [values]} for the repeated Requires-Dist and Tag."""
     with zipfile.ZipFile(zip_path) as zf, zf.open(wheel) as fh:
         with zipfile.ZipFile(fh) as wf:
-            info = [n for n in wf.namelist()
-                    if n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")]
-            text = "".join(wf.read(n).decode("utf-8").split("\n\n")[0] + "\n"
-                           for n in info if n.endswith(("/METADATA", "/WHEEL")))
+            info = [n for n in wf.namelist() if n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")]
+            text = "".join(
+                wf.read(n).decode("utf-8").split("\n\n")[0] + "\n" for n in info if n.endswith(("/METADATA", "/WHEEL"))
+            )
     meta = {}
     for line in text.splitlines():
         key, sep, value = line.partition(": ")
@@ -207,7 +226,8 @@ def _wheel_metadata(zip_path, wheel):
 def test_extension_build_writes_one_zip_per_platform(extension_zips):
     version = build.package_version()
     assert sorted(extension_zips) == sorted(
-        f"stiff_rods-{version}-{p.replace('-', '_')}.zip" for p in WHEEL_TAG_FOR_PLATFORM)
+        f"stiff_rods-{version}-{p.replace('-', '_')}.zip" for p in WHEEL_TAG_FOR_PLATFORM
+    )
 
 
 @pytest.mark.parametrize("blender_platform", sorted(WHEEL_TAG_FOR_PLATFORM))

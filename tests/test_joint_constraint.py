@@ -1,4 +1,5 @@
 """Eq. 23 constraint and its Jacobians (Eqs. 25–27) against central finite differences."""
+
 import numpy as np
 import pytest
 
@@ -14,15 +15,25 @@ def random_model(rng, m=7):
     parent = rng.integers(0, np.arange(1, n))  # parent index < child
     child = np.arange(1, n)
     return RodModel.from_arrays(
-        pos, q, rng.uniform(0.1, 1.0, n), rng.uniform(0.01, 0.1, (n, 2)), 1000.0,
-        joint_parent=parent, joint_child=child,
-        joint_point_parent=rng.normal(size=(m, 3)), joint_point_child=rng.normal(size=(m, 3)),
-        youngs_modulus=1e9, torsion_modulus=4e8)
+        pos,
+        q,
+        rng.uniform(0.1, 1.0, n),
+        rng.uniform(0.01, 0.1, (n, 2)),
+        1000.0,
+        joint_parent=parent,
+        joint_child=child,
+        joint_point_parent=rng.normal(size=(m, 3)),
+        joint_point_child=rng.normal(size=(m, 3)),
+        youngs_modulus=1e9,
+        torsion_modulus=4e8,
+    )
 
 
 def perturbed(rng, model):
     n = model.n_segments
-    return model.positions + 0.1 * rng.normal(size=(n, 3)), quat.normalize(model.orientations + 0.2 * rng.normal(size=(n, 4)))
+    return model.positions + 0.1 * rng.normal(size=(n, 3)), quat.normalize(
+        model.orientations + 0.2 * rng.normal(size=(n, 4))
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -37,9 +48,11 @@ def test_jacobians_match_finite_differences(seed):
             seg = seg_of[j]
             num = np.zeros((6, 6))
             for k in range(6):
-                d = np.zeros(6); d[k] = h
+                d = np.zeros(6)
+                d[k] = h
                 xp, qp, xm, qm = x.copy(), q.copy(), x.copy(), q.copy()
-                xp[seg] += d[:3]; xm[seg] -= d[:3]
+                xp[seg] += d[:3]
+                xm[seg] -= d[:3]
                 qp[seg] = quat.integrate_body(q[seg], d[3:])
                 qm[seg] = quat.integrate_body(q[seg], -d[3:])
                 cp = evaluate(model, xp, qp, [j], with_jacobians=False)[0]
@@ -72,7 +85,8 @@ def test_darboux_vector_measures_bend_and_twist():
         q2[1] = [np.cos(theta / 2), 0, 0, 0]
         q2[1, 1 + axis] = np.sin(theta / 2)
         c = evaluate(model, pos, q2, with_jacobians=False)
-        expect = np.zeros(3); expect[axis] = 2.0 / l * np.sin(theta / 2)
+        expect = np.zeros(3)
+        expect[axis] = 2.0 / l * np.sin(theta / 2)
         np.testing.assert_allclose(c[0, 3:], expect, atol=1e-14)
 
 
@@ -80,9 +94,21 @@ def test_compliance_is_inverse_stiffness_times_length():
     pos = np.array([[0, 0, -0.5], [0, 0, 0.5]], float)
     q = np.array([[1, 0, 0, 0], [1, 0, 0, 0]], float)
     a, b = 0.02, 0.05
-    model = RodModel.from_arrays(pos, q, 1.0, [[a, b], [a, b]], 1000.0, joint_parent=[0], joint_child=[1],
-                                 youngs_modulus=2e9, torsion_modulus=1e9, stretch_compliance=1e-9)
+    model = RodModel.from_arrays(
+        pos,
+        q,
+        1.0,
+        [[a, b], [a, b]],
+        1000.0,
+        joint_parent=[0],
+        joint_child=[1],
+        youngs_modulus=2e9,
+        torsion_modulus=1e9,
+        stretch_compliance=1e-9,
+    )
     dt = 0.01
     at = compliance(model, dt)[0] * dt * dt
     i1, i2 = np.pi * a * b**3 / 4, np.pi * a**3 * b / 4
-    np.testing.assert_allclose(at, [1e-9, 1e-9, 1e-9, 1 / (2e9 * i1), 1 / (2e9 * i2), 1 / (1e9 * (i1 + i2))], rtol=1e-12)
+    np.testing.assert_allclose(
+        at, [1e-9, 1e-9, 1e-9, 1 / (2e9 * i1), 1 / (2e9 * i2), 1 / (1e9 * (i1 + i2))], rtol=1e-12
+    )

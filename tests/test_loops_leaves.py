@@ -1,5 +1,6 @@
 """Loop-closing constraints (KKT/GS alternation, Deul Algorithm 1 lines 10–14), the Gauss–Seidel set hook,
 and leaves as thin-plate segments."""
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -13,7 +14,7 @@ from test_dynamics import static_solve
 X_AXIS = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
 
 # ---------------------------------------------------------------- catenary: span D, rope length S, N segments
-D, S, N, R_ROPE, E_ROPE = 1.0, 1.2, 40, 0.002, 1e5   # soft: the welded ends' bending layer ≪ 1 % of the sag
+D, S, N, R_ROPE, E_ROPE = 1.0, 1.2, 40, 0.002, 1e5  # soft: the welded ends' bending layer ≪ 1 % of the sag
 L_SEG = S / N
 
 
@@ -53,7 +54,7 @@ def test_rope_pinned_at_both_ends_sags_to_the_catenary():
     model = rod_from_polyline(np.stack((x, 0 * x, 0 * x), 1), R_ROPE, E_ROPE, pinned=["start", "end"])
     assert model.loops.n_joints == 0
     sim = Simulator(model, dt=0.01, max_iterations=10, tolerance=1e-9, damping=5.0)
-    pos, ori = v_pose()            # rest shape straight (no bending bias), start from a V
+    pos, ori = v_pose()  # rest shape straight (no bending bias), start from a V
     sim.positions[1:-1], sim.orientations[1:-1] = pos, ori
     sim.positions[-1] = [D + L_SEG / 2, 0.0, 0.0]
     assert_on_catenary(settle(sim), np.arange(1, N + 1), np.zeros(3))
@@ -65,16 +66,26 @@ def rope_on_a_bar():
     bar, anchor = N, N + 1
     parent = np.r_[anchor, bar, np.arange(N - 1), N - 1]
     child = np.r_[bar, 0, np.arange(1, N), bar]
-    pp = np.zeros((N + 2, 3)); pc = np.zeros((N + 2, 3))
+    pp = np.zeros((N + 2, 3))
+    pc = np.zeros((N + 2, 3))
     pp[1, 2], pc[1, 2] = -D / 2, -L_SEG / 2
     pp[2:, 2], pc[2:-1, 2] = L_SEG / 2, -L_SEG / 2
     pc[-1, 2] = D / 2
     model = RodModel.from_arrays(
-        np.vstack((pos, [[D / 2, 0, 0]] * 2)), np.tile(X_AXIS, (N + 2, 1)), np.r_[np.full(N, L_SEG), D, D],
-        np.r_[np.full(N, R_ROPE), 0.02, 0.02], 1000.0, joint_parent=parent, joint_child=child,
-        joint_point_parent=pp, joint_point_child=pc, youngs_modulus=np.r_[1e11, np.full(N + 1, E_ROPE)],
-        joint_radii=np.r_[0.02, np.full(N + 1, R_ROPE)], joint_lengths=np.r_[D / 2, np.full(N + 1, L_SEG)],
-        pinned=np.arange(N + 2) == anchor)
+        np.vstack((pos, [[D / 2, 0, 0]] * 2)),
+        np.tile(X_AXIS, (N + 2, 1)),
+        np.r_[np.full(N, L_SEG), D, D],
+        np.r_[np.full(N, R_ROPE), 0.02, 0.02],
+        1000.0,
+        joint_parent=parent,
+        joint_child=child,
+        joint_point_parent=pp,
+        joint_point_child=pc,
+        youngs_modulus=np.r_[1e11, np.full(N + 1, E_ROPE)],
+        joint_radii=np.r_[0.02, np.full(N + 1, R_ROPE)],
+        joint_lengths=np.r_[D / 2, np.full(N + 1, L_SEG)],
+        pinned=np.arange(N + 2) == anchor,
+    )
     return model, ori
 
 
@@ -101,14 +112,24 @@ def ring(n=48, radius=0.3, r=0.01, youngs=1e9, cut=3, closing=True):
     if not closing:
         order = order[:-1]
     par, ch = order, (order + 1) % n
-    pp = np.zeros((order.size, 3)); pp[:, 2] = 0.5 * base.lengths[par]
-    pc = np.zeros((order.size, 3)); pc[:, 2] = -0.5 * base.lengths[ch]
+    pp = np.zeros((order.size, 3))
+    pp[:, 2] = 0.5 * base.lengths[par]
+    pc = np.zeros((order.size, 3))
+    pc[:, 2] = -0.5 * base.lengths[ch]
     hook = n // 2
     return RodModel.from_arrays(
-        np.vstack((base.positions, base.positions[hook])), np.vstack((base.orientations, base.orientations[hook])),
-        np.r_[base.lengths, base.lengths[hook]], r, 1000.0, joint_parent=np.r_[n, par], joint_child=np.r_[hook, ch],
-        joint_point_parent=np.vstack(([0, 0, 0], pp)), joint_point_child=np.vstack(([0, 0, 0], pc)),
-        youngs_modulus=youngs, pinned=np.arange(n + 1) == n)
+        np.vstack((base.positions, base.positions[hook])),
+        np.vstack((base.orientations, base.orientations[hook])),
+        np.r_[base.lengths, base.lengths[hook]],
+        r,
+        1000.0,
+        joint_parent=np.r_[n, par],
+        joint_child=np.r_[hook, ch],
+        joint_point_parent=np.vstack(([0, 0, 0], pp)),
+        joint_point_child=np.vstack(([0, 0, 0], pc)),
+        youngs_modulus=youngs,
+        pinned=np.arange(n + 1) == n,
+    )
 
 
 def hang(model, steps=60):
@@ -136,7 +157,8 @@ def test_ring_keeps_its_shape_wherever_the_loop_is_closed():
     for sim in sims:
         assert sim.model.loops.n_joints == 1 and sim.last_report.residual < 1e-9
         d = ring_vertices(sim.model, sim.positions, sim.orientations) - ring_vertices(
-            sim.model, sim.model.positions, sim.model.orientations)
+            sim.model, sim.model.positions, sim.model.orientations
+        )
         assert (d[n // 2, 2] - d[0, 2]) / unit == pytest.approx(0.4674, rel=0.02)
         assert (d[n // 4, 0] - d[3 * n // 4, 0]) / unit == pytest.approx(-0.4292, rel=0.02)
     # the equilibrium does not depend on which joint closes the loop (which the tree solve did not see)
@@ -163,7 +185,7 @@ def test_kkt_gs_alternation_converges():
         sim.end_step()
     with pytest.raises(ValueError, match="response must be"):
         LoopClosingConstraints(model, response="exact")
-    assert LoopClosingConstraints(model).response == "tree"        # "auto" with a single loop
+    assert LoopClosingConstraints(model).response == "tree"  # "auto" with a single loop
     tree, local = np.array(histories["tree"]), np.array(histories["local"])
     assert np.argmax(tree < 1e-10) <= 6 and np.all(tree[6:] < 1e-10)
     rate = (local[-1] / local[10]) ** (1 / 29)
@@ -200,7 +222,7 @@ def test_gauss_seidel_set_hook_order_and_residual():
     report = sim.step()
     kinds = [k for k, _ in log]
     assert report.iterations == 5 and kinds == ["begin"] + ["project"] * 5 + ["end"]
-    assert log[0][1][2] == pytest.approx(-9.81 * 0.01**2)     # begin_step sees the predicted (falling) pose
+    assert log[0][1][2] == pytest.approx(-9.81 * 0.01**2)  # begin_step sees the predicted (falling) pose
     # the iteration's residual: max of the joints' (after the set moved segment 9) and the set's own
     assert report.residual == max(sim.residual(), log[-2][1]) and log[-2][1] > 0
     # the set's sweep comes last in an iteration, and end_step sees the velocity from that pose
@@ -209,12 +231,17 @@ def test_gauss_seidel_set_hook_order_and_residual():
 
 
 def test_gauss_seidel_set_counts_in_the_residual():
-    model = rod_from_polyline(np.array([[0.0, 0, 0], [1.0, 0, 0]]), 0.01, 1e9)   # one segment, no joints
+    model = rod_from_polyline(np.array([[0.0, 0, 0], [1.0, 0, 0]]), 0.01, 1e9)  # one segment, no joints
 
     class Stubborn:
-        def begin_step(self, sim): pass
-        def project(self, sim): return 0.5
-        def end_step(self, sim): pass
+        def begin_step(self, sim):
+            pass
+
+        def project(self, sim):
+            return 0.5
+
+        def end_step(self, sim):
+            pass
 
     sim = Simulator(model, max_iterations=4)
     sim.gs_constraints.append(Stubborn())
@@ -241,13 +268,23 @@ def leafy_branch():
     pts = np.stack((np.zeros(5), np.zeros(5), np.linspace(0, 1, 5)), 1)
     model, bmap = tree_from_branches([(pts, np.full(5, 0.03))], youngs_modulus=12.5e9, torsion_modulus=6.5e9)
     stem = np.array([[0.03, 0, 0.4], [0, -0.03, 0.9]])
-    return model, bmap, dict(stem=stem, axis=[[1.0, 0, 0], [0, -1.0, 0]], normal=[[0, 0, 1.0], [0, 0.3, 1.0]],
-                             length=[0.1, 0.12], width=[0.05, 0.04], parent=[[0, 1], [0, 3]])
+    return (
+        model,
+        bmap,
+        dict(
+            stem=stem,
+            axis=[[1.0, 0, 0], [0, -1.0, 0]],
+            normal=[[0, 0, 1.0], [0, 0.3, 1.0]],
+            length=[0.1, 0.12],
+            width=[0.05, 0.04],
+            parent=[[0, 1], [0, 3]],
+        ),
+    )
 
 
 def test_attach_leaves_frames_joints_and_material():
     model, bmap, leaves = leafy_branch()
-    lm, seg = attach_leaves(model, bmap, **leaves, thickness=5e-4, petiole_radius=None)   # blade joint
+    lm, seg = attach_leaves(model, bmap, **leaves, thickness=5e-4, petiole_radius=None)  # blade joint
     assert seg.tolist() == [model.n_segments, model.n_segments + 1] and lm.leaf[seg].all() and not lm.leaf[:-2].any()
     # local +z along the axis, +y = the normal made orthogonal to it, stem at the segment's −z end
     np.testing.assert_allclose(quat.rotate(lm.orientations[seg], [0, 0, 1.0]), leaves["axis"], atol=1e-12)
@@ -274,7 +311,7 @@ def test_leaves_hang_at_the_analytic_angle_and_stay_attached():
     K = E I1 the blade's weak bending stiffness and l_j = l/2 (energy 2K/l_j sin²(θ/2) of Eq. 7's measure)."""
     model, bmap, leaves = leafy_branch()
     leaves["normal"] = [[0, 0, 1.0], [0, 0, 1.0]]
-    lm, seg = attach_leaves(model, bmap, **leaves, thickness=8e-4, petiole_radius=None)   # blade joint
+    lm, seg = attach_leaves(model, bmap, **leaves, thickness=8e-4, petiole_radius=None)  # blade joint
     sim = settle(Simulator(lm, dt=0.01, max_iterations=10, tolerance=1e-12, damping=20.0), 200)
     a, b, l = np.r_[0.025, 0.02], 4e-4, np.r_[0.1, 0.12]
     m = 1000.0 * 2 * a * 2 * b * l
@@ -285,9 +322,9 @@ def test_leaves_hang_at_the_analytic_angle_and_stay_attached():
     bend = quat.multiply(quat.conjugate(rest), rel)
     theta = 2 * np.arcsin(np.linalg.norm(bend[:, 1:], axis=1))
     np.testing.assert_allclose(theta, expected, rtol=0.01)
-    assert np.all(expected > 0.05)                     # a real droop, not a rounding error
+    assert np.all(expected > 0.05)  # a real droop, not a rounding error
     tips = sim.segment_points(np.c_[np.zeros((2, 2)), 0.5 * l], seg)
-    assert np.all(tips[:, 2] < leaves["stem"][:, 2])   # hanging down
+    assert np.all(tips[:, 2] < leaves["stem"][:, 2])  # hanging down
     stems = sim.segment_points(np.c_[np.zeros((2, 2)), -0.5 * l], seg)
     attach = sim.segment_points(lm.joint_point_parent[j], lm.joint_parent[j])
     assert np.max(np.abs(stems - attach)) < 1e-8
@@ -315,8 +352,9 @@ def test_many_children_anywhere_along_one_parent_segment_bend_like_cantilevers()
     for h, a in zip(heights, angles):
         s = np.linspace(0, length, n + 1)[:, None]
         branches.append((np.array([0, 0, h]) + s * [np.cos(a), np.sin(a), 0.0], r))
-    model, bmap = tree_from_branches(branches, youngs_modulus=e, stretch_compliance=1e-14,
-                                     parents=[None] + [(0, 1)] * 4)
+    model, bmap = tree_from_branches(
+        branches, youngs_modulus=e, stretch_compliance=1e-14, parents=[None] + [(0, 1)] * 4
+    )
     trunk_span = bmap.span_segment[0][1]
     assert np.sum(model.joint_parent == trunk_span) == 4 and model.loops.n_joints == 0
     sim = Simulator(model, gravity=(0, 0, 0), tolerance=1e-13, max_iterations=20)
@@ -336,12 +374,24 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     import numpy as np
     from solver import Simulator
     from solver.build.tree_builder import attach_leaves, tree_from_branches
+
     branch = [(np.array([[0.0, 0, 0], [0, 0, 1.0]]), np.array([0.05, 0.05]))]
     model, bmap = tree_from_branches(branch, youngs_modulus=1e12, density=1000.0)
     length, width, thick, r, e = 0.17, 0.085, 2e-4, 1e-3, 1.2e9
-    model, leaves = attach_leaves(model, bmap, stem=[[0.05, 0, 0.5]], axis=[[1.0, 0, 0]], normal=[[0, 0, 1.0]],
-                                  length=[length], width=[width], parent=[(0, 0)], thickness=thick,
-                                  youngs_modulus=e, torsion_modulus=0.6e9, petiole_radius=r)
+    model, leaves = attach_leaves(
+        model,
+        bmap,
+        stem=[[0.05, 0, 0.5]],
+        axis=[[1.0, 0, 0]],
+        normal=[[0, 0, 1.0]],
+        length=[length],
+        width=[width],
+        parent=[(0, 0)],
+        thickness=thick,
+        youngs_modulus=e,
+        torsion_modulus=0.6e9,
+        petiole_radius=r,
+    )
     sim = Simulator(model, dt=0.01, max_iterations=20, tolerance=1e-12, damping=20.0)
     sim.run(400)
     axis = sim.tip(int(leaves[0])) - (sim.positions[leaves[0]] - (sim.tip(int(leaves[0])) - sim.positions[leaves[0]]))
@@ -350,5 +400,14 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     expected = m * 9.81 * (length / 2) * (length / 2) / (e * np.pi * r**4 / 4)
     assert abs(theta - np.arctan(expected)) <= 0.05 * np.arctan(expected)
     with pytest.raises(ValueError, match="petiole_radius"):
-        attach_leaves(model, bmap, stem=[[0.05, 0, 0.5]], axis=[[1.0, 0, 0]], normal=[[0, 0, 1.0]], length=[length],
-                      width=[width], parent=[(0, 0)], petiole_radius=0.0)
+        attach_leaves(
+            model,
+            bmap,
+            stem=[[0.05, 0, 0.5]],
+            axis=[[1.0, 0, 0]],
+            normal=[[0, 0, 1.0]],
+            length=[length],
+            width=[width],
+            parent=[(0, 0)],
+            petiole_radius=0.0,
+        )

@@ -24,12 +24,38 @@ TEST_COMMAND = ".venv/bin/python -m pytest -q tests"
 
 # Blender's add-on tag list (scripts/modules/_bpy_internal/extensions/tags.py).
 ALLOWED_ADDON_TAGS = {
-    "All", "3D View", "Add Curve", "Add Mesh", "Animation", "Bake", "Camera",
-    "Compositing", "Development", "Game Engine", "Geometry Nodes",
-    "Grease Pencil", "Import-Export", "Lighting", "Material", "Mesh",
-    "Modeling", "Node", "Object", "Paint", "Physics", "Pipeline", "Render",
-    "Rigging", "Scene", "Sculpt", "Sequencer", "System", "Text Editor",
-    "Tracking", "User Interface", "UV",
+    "All",
+    "3D View",
+    "Add Curve",
+    "Add Mesh",
+    "Animation",
+    "Bake",
+    "Camera",
+    "Compositing",
+    "Development",
+    "Game Engine",
+    "Geometry Nodes",
+    "Grease Pencil",
+    "Import-Export",
+    "Lighting",
+    "Material",
+    "Mesh",
+    "Modeling",
+    "Node",
+    "Object",
+    "Paint",
+    "Physics",
+    "Pipeline",
+    "Render",
+    "Rigging",
+    "Scene",
+    "Sculpt",
+    "Sequencer",
+    "System",
+    "Text Editor",
+    "Tracking",
+    "User Interface",
+    "UV",
 }
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
@@ -58,7 +84,13 @@ def bl_info():
 
 
 REQUIRED_STR_KEYS = (
-    "schema_version", "id", "version", "name", "tagline", "maintainer", "type",
+    "schema_version",
+    "id",
+    "version",
+    "name",
+    "tagline",
+    "maintainer",
+    "type",
     "blender_version_min",
 )
 

@@ -1,4 +1,5 @@
 """Gravity pre-stress (solver/prestress.py): the modelled pose becomes a static equilibrium."""
+
 import numpy as np
 import pytest
 
@@ -35,16 +36,16 @@ def test_cantilever_rest_curvature_is_the_bending_moment_over_ei():
     s = np.arange(n) * length / n
     expected = mu * 9.81 * (length - s) ** 2 / (2 * ei)
     bend = np.linalg.norm(c[:, 3:], axis=1)
-    assert bend == pytest.approx(expected[-bend.size:], rel=1e-4)
-    assert np.max(np.abs(c[:, :3])) < 1e-12          # stretch rows untouched
+    assert bend == pytest.approx(expected[-bend.size :], rel=1e-4)
+    assert np.max(np.abs(c[:, :3])) < 1e-12  # stretch rows untouched
 
 
 def test_prestressed_cantilever_does_not_sag():
     plain = horizontal_rod()
     sag = drift(plain, plain)
     held = drift(gravity_prestress(plain, G), plain)
-    assert sag > 1e-2                                 # without pre-stress the tip drops by centimetres
-    assert held < 1e-4 * sag                          # with it: below 1e-4 of that
+    assert sag > 1e-2  # without pre-stress the tip drops by centimetres
+    assert held < 1e-4 * sag  # with it: below 1e-4 of that
 
 
 def _tree():
@@ -58,12 +59,19 @@ def _tree():
 
 def test_tree_with_leaves_holds_its_shape():
     model, bmap = tree_from_branches(_tree(), youngs_modulus=1e9)
-    k = 6                                              # leaves on branch 1, spans 2..7
+    k = 6  # leaves on branch 1, spans 2..7
     axis = np.tile([0.0, 0.3, -1.0], (k, 1))
     stem = np.array([bmap.span_segment[1][j] for j in range(2, 8)])
-    model, leaves = attach_leaves(model, bmap, stem=model.positions[stem], axis=axis,
-                                  normal=np.tile([1.0, 0.0, 0.0], (k, 1)), length=np.full(k, 0.08),
-                                  width=np.full(k, 0.04), parent=np.array([[1, j] for j in range(2, 8)]))
+    model, leaves = attach_leaves(
+        model,
+        bmap,
+        stem=model.positions[stem],
+        axis=axis,
+        normal=np.tile([1.0, 0.0, 0.0], (k, 1)),
+        length=np.full(k, 0.08),
+        width=np.full(k, 0.04),
+        parent=np.array([[1, j] for j in range(2, 8)]),
+    )
     sag = drift(model, model)
     held = drift(gravity_prestress(model, G), model)
     assert sag > 1e-2
@@ -85,10 +93,16 @@ def test_indeterminate_and_free_components_keep_their_rest():
 
 def test_eq23_strain_gets_the_same_rest_strain():
     plain = horizontal_rod()
-    rot = joint_constraint.evaluate(gravity_prestress(plain, G), plain.positions, plain.orientations,
-                                    with_jacobians=False)
-    eq23 = joint_constraint.evaluate(gravity_prestress(plain, G, strain="eq23"), plain.positions,
-                                     plain.orientations, with_jacobians=False, strain="eq23")
+    rot = joint_constraint.evaluate(
+        gravity_prestress(plain, G), plain.positions, plain.orientations, with_jacobians=False
+    )
+    eq23 = joint_constraint.evaluate(
+        gravity_prestress(plain, G, strain="eq23"),
+        plain.positions,
+        plain.orientations,
+        with_jacobians=False,
+        strain="eq23",
+    )
     assert eq23[:, 3:] == pytest.approx(rot[:, 3:], rel=1e-3, abs=1e-9)
 
 

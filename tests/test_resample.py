@@ -1,4 +1,5 @@
 """Curve sampling for rods from Blender curves."""
+
 import numpy as np
 import pytest
 
@@ -15,13 +16,13 @@ def test_bezier_with_aligned_handles_is_the_straight_line_and_hits_control_point
 
 
 def test_quarter_circle_bezier_has_the_arc_length():
-    k = 0.5522847498                       # handle length of the standard circular-arc Bézier
+    k = 0.5522847498  # handle length of the standard circular-arc Bézier
     co = np.array([[1.0, 0, 0], [0, 1.0, 0]])
     hr = np.array([[1.0, k, 0], [0, 1.0, 0]])
     hl = np.array([[1.0, 0, 0], [k, 1.0, 0]])
     pts, _ = bezier_polyline(co, hl, hr, [1.0, 1.0], samples_per_span=256)
     length = np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1))
-    assert length == pytest.approx(np.pi / 2, rel=3e-4)   # the cubic arc itself is off by ≤ 2.7e-4 radially
+    assert length == pytest.approx(np.pi / 2, rel=3e-4)  # the cubic arc itself is off by ≤ 2.7e-4 radially
     assert np.max(np.abs(np.linalg.norm(pts, axis=1) - 1.0)) < 3e-4
 
 

@@ -1,5 +1,6 @@
 """The rod models of the seeds side by side: rest, convergence to the cantilever, PaOBCR's sign trick,
 PBER's Darboux gradient and ghost gravity, the integrators' order and symplecticity."""
+
 import numpy as np
 import pytest
 
@@ -40,7 +41,7 @@ def test_models_converge_to_the_cantilever_as_iterations_rise():
     length, r, e = 1.0, 0.02, 6e8
     w = 1000.0 * 9.81 * np.pi * r * r
     analytic = w * length**4 / (8.0 * e * np.pi * r**4 / 4.0)
-    pts = _line(8, length * 7 / 6) - (length / 6, 0, 0)     # the clamped first edge lies over [−l, 0]
+    pts = _line(8, length * 7 / 6) - (length / 6, 0, 0)  # the clamped first edge lies over [−l, 0]
 
     def error(kind, iterations, **kw):
         rod = make_rod(kind, pts, r, e, iterations=iterations, damping=20.0, **kw)
@@ -49,8 +50,12 @@ def test_models_converge_to_the_cantilever_as_iterations_rise():
         return abs(-rod.centerline()[-1, 2] - analytic) / analytic
 
     assert error("stiff_kkt", 2) < 0.1
-    for kind, kw in (("stiff_gs", {}), ("paobcr", {"ordering": "colored"}), ("paobcr", {"ordering": "bilateral"}),
-                     ("pber", {"ordering": "colored"})):
+    for kind, kw in (
+        ("stiff_gs", {}),
+        ("paobcr", {"ordering": "colored"}),
+        ("paobcr", {"ordering": "bilateral"}),
+        ("pber", {"ordering": "colored"}),
+    ):
         errs = [error(kind, it, **kw) for it in (1, 3, 9)]
         assert errs[0] > errs[1] > errs[2], (kind, kw, errs)
         assert errs[2] < 0.5 * errs[0], (kind, kw, errs)
@@ -64,7 +69,7 @@ def test_paobcr_sign_selection_picks_the_nearer_rest_pose():
     rod.q[1::2] *= -1.0
     assert np.abs(bend.value(rod)).max() < 1e-12
     without_sign = (2.0 / bend.l)[:, None] * (quat.multiply(quat.conjugate(rod.q[:-1]), rod.q[1:])[:, 1:] - bend.omega0)
-    assert np.abs(without_sign).max() > 1.0            # the far rest pose −Ω⁰ would be 'violated'
+    assert np.abs(without_sign).max() > 1.0  # the far rest pose −Ω⁰ would be 'violated'
     before = rod.q.copy()
     rod.begin_step(1e-3)
     rod.q[:] = before
@@ -108,7 +113,7 @@ def test_pber_darboux_is_tan_half_angle():
     pa, pb, ga = np.zeros((1, 3)), np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0.5]])
     c, s = np.cos(theta), np.sin(theta)
     pc = pb + np.array([[0, 0, 1.0]])
-    gb = pb + np.array([[c, s, 0.5]])            # next frame turned by θ about the common axis (twist)
+    gb = pb + np.array([[c, s, 0.5]])  # next frame turned by θ about the common axis (twist)
     om = darboux(material_frame(pa, pb, ga), material_frame(pb, pc, gb), np.array([1.0]))
     assert np.allclose(om[0], [0, 0, 2.0 * np.tan(theta / 2)], atol=1e-12)
 
@@ -116,13 +121,22 @@ def test_pber_darboux_is_tan_half_angle():
 def test_pber_selective_gravity_removes_twist_bias_and_keeps_free_fall():
     """Hanging rod: gravity on ghosts twists the frames, selective gravity does not; free fall:
     ghosts without gravity lag behind (twist), selective ones fall with their edges."""
-    pts = np.zeros((9, 3))                        # along y: the ghosts (d1 = x) stick out sideways
+    pts = np.zeros((9, 3))  # along y: the ghosts (d1 = x) stick out sideways
     pts[:, 1] = np.linspace(0, 0.4, 9)
     pts[:, 2] = -np.linspace(0, 0.4, 9) * 0.3
 
     def twist(mode, pinned):
-        rod = PBERRod(pts, 0.01, 1e6, torsion_modulus=1e5, ghost_gravity=mode, pinned=pinned, iterations=10,
-                      ordering="colored", damping=10.0 if pinned else 0.0)
+        rod = PBERRod(
+            pts,
+            0.01,
+            1e6,
+            torsion_modulus=1e5,
+            ghost_gravity=mode,
+            pinned=pinned,
+            iterations=10,
+            ordering="colored",
+            damping=10.0 if pinned else 0.0,
+        )
         for _ in range(300 if pinned else 60):
             rod.step(0.005)
         return np.abs(rod.ghost_twist()).max()
@@ -134,7 +148,7 @@ def test_pber_selective_gravity_removes_twist_bias_and_keeps_free_fall():
 
 
 def _oscillator_error(name, h, t_end=2.0):
-    acc = lambda x, v: -x                                      # noqa: E731  x'' = −x
+    acc = lambda x, v: -x  # noqa: E731  x'' = −x
     step = get_integrator(name).step
     x, v, mem = np.array([1.0]), np.array([0.0]), {}
     for _ in range(int(round(t_end / h))):
@@ -144,7 +158,7 @@ def _oscillator_error(name, h, t_end=2.0):
 
 def test_forest_ruth_is_third_or_fourth_order_and_euler_first():
     ratio_fr = _oscillator_error("forest_ruth", 0.1) / _oscillator_error("forest_ruth", 0.05)
-    assert ratio_fr > 2**3 * 0.9, ratio_fr                  # ≥ 3rd order (4th: ≈ 16)
+    assert ratio_fr > 2**3 * 0.9, ratio_fr  # ≥ 3rd order (4th: ≈ 16)
     ratio_rk4 = _oscillator_error("rk4", 0.1) / _oscillator_error("rk4", 0.05)
     assert ratio_rk4 > 14.0
     ratio_se = _oscillator_error("symplectic_euler", 0.01) / _oscillator_error("symplectic_euler", 0.005)
@@ -153,12 +167,21 @@ def test_forest_ruth_is_third_or_fourth_order_and_euler_first():
 
 def test_symplectic_integrators_preserve_phase_space_area():
     """det ∂(x₁, v₁)/∂(x, v) on the pendulum θ'' = −sin θ: 1 for the symplectic ones, not for explicit Euler."""
-    acc = lambda x, v: -np.sin(x)                              # noqa: E731
+    acc = lambda x, v: -np.sin(x)  # noqa: E731
     for name in ("symplectic_euler", "symplectic_midpoint", "verlet", "forest_ruth"):
         assert abs(step_map_jacobian_det(name, acc, 1.0, 0.3, 0.5) - 1.0) < 1e-8, name
     assert abs(step_map_jacobian_det("explicit_euler", acc, 1.0, 0.3, 0.5) - 1.0) > 1e-2
-    assert set(INTEGRATORS) == {"explicit_euler", "symplectic_euler", "midpoint", "symplectic_midpoint", "half_step",
-                                "modified_half_step", "verlet", "forest_ruth", "rk4"}
+    assert set(INTEGRATORS) == {
+        "explicit_euler",
+        "symplectic_euler",
+        "midpoint",
+        "symplectic_midpoint",
+        "half_step",
+        "modified_half_step",
+        "verlet",
+        "forest_ruth",
+        "rk4",
+    }
 
 
 def test_writhe_of_planar_curve_is_zero_and_of_a_loop_is_near_one():
@@ -172,14 +195,17 @@ def test_writhe_of_planar_curve_is_zero_and_of_a_loop_is_near_one():
     assert 0.8 < abs(writhe(np.concatenate((line_in, loop, line_out)))) < 1.05
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(points=np.zeros((2, 3))), "points"),
-    (dict(radius=-1.0), "radius"),
-    (dict(youngs_modulus=0.0), "youngs_modulus"),
-    (dict(pinned=("middle",)), "pinned"),
-    (dict(iterations=0), "iterations"),
-    (dict(ordering="random"), "ordering"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(points=np.zeros((2, 3))), "points"),
+        (dict(radius=-1.0), "radius"),
+        (dict(youngs_modulus=0.0), "youngs_modulus"),
+        (dict(pinned=("middle",)), "pinned"),
+        (dict(iterations=0), "iterations"),
+        (dict(ordering="random"), "ordering"),
+    ],
+)
 def test_bad_input_names_the_item(bad, message):
     kw = dict(points=_line(5), radius=0.01, youngs_modulus=1e8)
     kw.update(bad)

@@ -1,4 +1,5 @@
 """RodSet (solver/models/rod_set.py): the seeds' rod models behind the Simulator-like face the add-on uses."""
+
 import numpy as np
 import pytest
 
@@ -16,11 +17,21 @@ def ropes(k=11):
 
 
 def build(kind, gravity=(0.0, 0.0, -9.81), dt=None, e=0.05e9, density=1100.0):
-    dt = (1 / 480 if kind == "dlo" else 1 / 48) if dt is None else dt    # the explicit model needs short steps
+    dt = (1 / 480 if kind == "dlo" else 1 / 48) if dt is None else dt  # the explicit model needs short steps
     branches = ropes()
     model, bmap = tree_from_branches(branches, youngs_modulus=e, density=density, parents=[None, None])
-    rs = RodSet(kind, model, branches, bmap.span_segment, youngs_modulus=e, torsion_modulus=e / 2.6,
-                density=density, iterations=5, dt=dt, gravity=gravity)
+    rs = RodSet(
+        kind,
+        model,
+        branches,
+        bmap.span_segment,
+        youngs_modulus=e,
+        torsion_modulus=e / 2.6,
+        density=density,
+        iterations=5,
+        dt=dt,
+        gravity=gravity,
+    )
     return model, bmap, rs
 
 
@@ -46,7 +57,7 @@ def test_segments_follow_the_rods_own_centreline(kind):
     pts = ref.centerline()
     segs = bmap.span_segment[0]
     assert np.max(np.abs(rs.positions[segs] - 0.5 * (pts[1:] + pts[:-1]))) < 1e-12
-    assert pts[-1, 2] < 2.0 - 0.05                     # the rubber rope really fell
+    assert pts[-1, 2] < 2.0 - 0.05  # the rubber rope really fell
     # each segment's local +z is its edge's direction
     d3 = quat.rotate(rs.orientations[segs], np.array([0.0, 0.0, 1.0]))
     edges = np.diff(pts, axis=0)
@@ -63,9 +74,19 @@ def test_explicit_model_is_substepped_within_its_stability_limit():
     assert np.all(np.isfinite(rs.positions)) and report.iterations == rs.substeps
     branches = ropes()
     model, bmap = tree_from_branches(branches, youngs_modulus=0.05e9, density=1100.0, parents=[None, None])
-    fast = RodSet("dlo", model, branches, bmap.span_segment, youngs_modulus=0.05e9, torsion_modulus=0.05e9 / 2.6,
-                  density=1100.0, dt=1 / 480, courant=4.0)
+    fast = RodSet(
+        "dlo",
+        model,
+        branches,
+        bmap.span_segment,
+        youngs_modulus=0.05e9,
+        torsion_modulus=0.05e9 / 2.6,
+        density=1100.0,
+        dt=1 / 480,
+        courant=4.0,
+    )
     from solver.core.timestep import NonFiniteStateError
+
     with np.errstate(all="ignore"), pytest.raises(NonFiniteStateError):
         for _ in range(24):
             fast.step()

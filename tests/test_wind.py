@@ -1,4 +1,5 @@
 """Wind fields (solver/wind.py), aerodynamic drag (solver/drag.py) and tree materials (solver/materials.py)."""
+
 import math
 
 import numpy as np
@@ -30,14 +31,24 @@ def leaf_pair(normal_world=(0.0, 1.0, 0.0), length=0.1, half_width=0.025, half_t
     """A pinned stem segment along +z with one leaf plate above it (leaf along +z, normal = ``normal_world``)."""
     n = np.asarray(normal_world, float) / np.linalg.norm(normal_world)
     x_axis = np.cross(n, Z)
-    rot = np.stack((x_axis, n, Z), axis=1)                # columns: local x, y (normal), z in world
+    rot = np.stack((x_axis, n, Z), axis=1)  # columns: local x, y (normal), z in world
     q_leaf = quat.from_matrix(rot)
     pos = np.array([[0.0, 0.0, -0.05], [0.0, 0.0, 0.5 * length]])
-    return RodModel.from_arrays(pos, np.stack((np.array([1.0, 0, 0, 0]), q_leaf)), [0.1, length],
-                                np.array([[0.003, 0.003], [half_width, half_thickness]]), [800.0, 700.0],
-                                joint_parent=[0], joint_child=[1], youngs_modulus=1.2e9, torsion_modulus=0.6e9,
-                                joint_radii=[[1e-3, 1e-3]], joint_lengths=[0.05],    # a petiole, 1 mm × 5 cm
-                                pinned=[True, False], leaf=[False, True])
+    return RodModel.from_arrays(
+        pos,
+        np.stack((np.array([1.0, 0, 0, 0]), q_leaf)),
+        [0.1, length],
+        np.array([[0.003, 0.003], [half_width, half_thickness]]),
+        [800.0, 700.0],
+        joint_parent=[0],
+        joint_child=[1],
+        youngs_modulus=1.2e9,
+        torsion_modulus=0.6e9,
+        joint_radii=[[1e-3, 1e-3]],
+        joint_lengths=[0.05],  # a petiole, 1 mm × 5 cm
+        pinned=[True, False],
+        leaf=[False, True],
+    )
 
 
 # ---------------------------------------------------------------------------- drag on segments
@@ -57,8 +68,8 @@ def test_cross_flow_drag_matches_formula_and_axial_flow_gives_none():
     f, t = AerodynamicDrag(model, WindField(u, (1, 0, 0)))(sim)
     expected = 0.5 * RHO_AIR * CD_BRANCH * (2 * 0.02 * 0.5) * u**2
     np.testing.assert_allclose(f[1:], [[expected, 0, 0]], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(t[1:], 0.0, atol=1e-12)           # uniform load: no torque about the centre
-    assert np.all(f[0] == 0.0)                                   # pinned segments get no load
+    np.testing.assert_allclose(t[1:], 0.0, atol=1e-12)  # uniform load: no torque about the centre
+    assert np.all(f[0] == 0.0)  # pinned segments get no load
     f_axial, _ = AerodynamicDrag(model, WindField(u, Z))(sim)
     np.testing.assert_allclose(f_axial, 0.0, atol=1e-12)
 
@@ -92,7 +103,7 @@ def test_drag_in_still_air_only_dissipates_and_rotation_gives_torque():
         power = np.sum(f * sim.velocities) + np.sum(t * omega_world)
         assert power < 0
     sim.velocities[:] = 0.0
-    sim.angular_velocities[:] = [2.0, 0.0, 0.0]                  # about local x (⊥ axis)
+    sim.angular_velocities[:] = [2.0, 0.0, 0.0]  # about local x (⊥ axis)
     f, t = drag(sim)
     l, r = model.lengths[1], 0.02
     expected = RHO_AIR * CD_BRANCH * r * 4.0 * l**4 / (24 * math.sqrt(3))
@@ -103,17 +114,19 @@ def test_drag_in_still_air_only_dissipates_and_rotation_gives_torque():
 def test_still_air_damps_a_swinging_beam():
     """A plucked thin cantilever in still air: the peak kinetic energy over its last swings is well below that of
     the same run without drag (the solver's own numerical damping is in both)."""
+
     def late_peak_energy(with_drag):
         model = vertical_rod(n=6, length=1.5, radius=0.005, density=300.0)
         sim = still_sim(model, dt=1 / 200)
         if with_drag:
             sim.force_fields.append(AerodynamicDrag(model, WindField(0.0)))
-        sim.velocities[1:, 0] = 3.0 * (model.positions[1:, 2] / 1.5) ** 2     # a first-mode-like swing
+        sim.velocities[1:, 0] = 3.0 * (model.positions[1:, 2] / 1.5) ** 2  # a first-mode-like swing
         ke = []
         for _ in range(400):
             sim.step()
             ke.append(sim.kinetic_energy())
         return max(ke[-150:])
+
     assert late_peak_energy(True) < 0.7 * late_peak_energy(False)
 
 
@@ -124,7 +137,8 @@ def test_steady_wind_bends_a_cantilever_like_a_uniform_load():
     pts = np.zeros((n + 2, 3))
     pts[:, 0] = np.linspace(-length / n, length, n + 2)
     model = rod_from_polyline(pts, r, e_mod, density=500.0, pinned=["start"])
-    jl = model.joint_lengths.copy(); jl[0] = 0.5 * length / n
+    jl = model.joint_lengths.copy()
+    jl[0] = 0.5 * length / n
     model = model.copy_with(joint_lengths=jl)
     sim = still_sim(model, dt=1 / 100, max_iterations=20, tolerance=1e-12)
     sim.force_fields.append(AerodynamicDrag(model, WindField(u, (0, 1, 0))))
@@ -141,9 +155,17 @@ def test_steady_wind_bends_a_cantilever_like_a_uniform_load():
 def test_implicit_drag_lets_a_light_plate_reach_the_wind_without_overshoot():
     """Two free leaf plates in a 30 m/s wind at Δt = 40 ms: explicit drag (rate ≫ 1/Δt) would overshoot and
     blow up; the implicit mass term makes the speed rise monotonically to the wind speed."""
-    q = [1.0, 0.0, 0.0, 0.0]                                      # leaves along z, normals along +y
-    model = RodModel.from_arrays([[0, 0, 0], [0, 0, 0.1]], [q, q], 0.1, [[0.025, 2.5e-4]] * 2, 700.0,
-                                 joint_parent=[0], joint_child=[1], leaf=[True, True])
+    q = [1.0, 0.0, 0.0, 0.0]  # leaves along z, normals along +y
+    model = RodModel.from_arrays(
+        [[0, 0, 0], [0, 0, 0.1]],
+        [q, q],
+        0.1,
+        [[0.025, 2.5e-4]] * 2,
+        700.0,
+        joint_parent=[0],
+        joint_child=[1],
+        leaf=[True, True],
+    )
     sim = still_sim(model, dt=0.04, max_iterations=3)
     drag = AerodynamicDrag(model, WindField(30.0, (0, 1, 0)))
     sim.force_fields.append(drag)
@@ -153,7 +175,7 @@ def test_implicit_drag_lets_a_light_plate_reach_the_wind_without_overshoot():
         speeds.append(sim.velocities[:, 1].mean())
     speeds = np.array(speeds)
     rate = 2 * 0.5 * RHO_AIR * CD_LEAF_NORMAL * 0.05 * 0.1 * 30.0 / model.masses[0]
-    assert rate * sim.dt > 2.0                                   # the explicit update would be unstable
+    assert rate * sim.dt > 2.0  # the explicit update would be unstable
     assert np.all(np.diff(speeds) > 0) and speeds[-1] < 30.0 and speeds[-1] > 27.0
 
 
@@ -171,8 +193,9 @@ def test_leaf_plate_drag_normal_and_tangential():
     np.testing.assert_allclose(f[1], [0.5 * RHO_AIR * CD_LEAF_TANGENTIAL * area * u**2, 0, 0], rtol=1e-12, atol=1e-14)
     f, _ = AerodynamicDrag(model, WindField(u, (1, 1, 0)))(sim)
     c = u / math.sqrt(2)
-    np.testing.assert_allclose(f[1], 0.5 * RHO_AIR * area * c**2 * np.array([CD_LEAF_TANGENTIAL, CD_LEAF_NORMAL, 0]),
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        f[1], 0.5 * RHO_AIR * area * c**2 * np.array([CD_LEAF_TANGENTIAL, CD_LEAF_NORMAL, 0]), rtol=1e-12, atol=1e-14
+    )
 
 
 def test_leaf_drag_reconfigures_above_its_speed_like_vogel():
@@ -184,8 +207,8 @@ def test_leaf_drag_reconfigures_above_its_speed_like_vogel():
     force = {u: AerodynamicDrag(model, WindField(u, (0, 1, 0)))(sim)[0][1, 1] for u in (8.0, 10.0, 20.0, 40.0)}
     full = {u: 0.5 * RHO_AIR * CD_LEAF_NORMAL * area * u**2 for u in force}
     assert force[8.0] == pytest.approx(full[8.0], rel=1e-12) and force[10.0] == pytest.approx(full[10.0], rel=1e-12)
-    assert force[20.0] == pytest.approx(full[20.0] * 2.0 ** -0.7, rel=1e-12)
-    assert force[40.0] / force[20.0] == pytest.approx(2.0 ** 1.3, rel=1e-12)
+    assert force[20.0] == pytest.approx(full[20.0] * 2.0**-0.7, rel=1e-12)
+    assert force[40.0] / force[20.0] == pytest.approx(2.0**1.3, rel=1e-12)
     flat = AerodynamicDrag(model, WindField(40.0, (0, 1, 0)), leaf_vogel_exponent=0.0)(sim)[0][1, 1]
     assert flat == pytest.approx(full[40.0], rel=1e-12)
     with pytest.raises(ValueError, match="leaf_vogel_exponent"):
@@ -235,8 +258,12 @@ def test_same_seed_same_field_different_seed_different():
 
 
 def test_time_varying_wind_does_not_depend_on_call_order():
-    kw = dict(speed=lambda t: 3.0 + t, direction=lambda t: (math.cos(0.1 * t), math.sin(0.1 * t), 0.0),
-              turbulence_intensity=0.3, seed=2)
+    kw = dict(
+        speed=lambda t: 3.0 + t,
+        direction=lambda t: (math.cos(0.1 * t), math.sin(0.1 * t), 0.0),
+        turbulence_intensity=0.3,
+        seed=2,
+    )
     pts = np.random.default_rng(2).uniform(-5, 5, (20, 3))
     w1 = WindField(**kw)
     w1.velocity(pts, 7.3)
@@ -262,11 +289,14 @@ def test_turbulence_correlation_follows_length_scale():
             num += np.sum(a * b)
             den += 0.5 * np.sum(a * a + b * b)
         return num / den
+
     assert corr(0.1 * L) > 0.97
     assert abs(corr(L) - math.exp(-0.5)) < 0.1
     assert abs(corr(6 * L)) < 0.1
     # the standard deviation per component is turbulence_speed (on average over components)
-    u = WindField(0.0, turbulence_speed=2.0, seed=1).velocity(np.random.default_rng(3).uniform(-1e3, 1e3, (20000, 3)), 0.0)
+    u = WindField(0.0, turbulence_speed=2.0, seed=1).velocity(
+        np.random.default_rng(3).uniform(-1e3, 1e3, (20000, 3)), 0.0
+    )
     assert np.sqrt(np.mean(u**2)) == pytest.approx(2.0, rel=0.1)
 
 
@@ -291,15 +321,15 @@ def test_gusts_have_the_requested_intensity():
 def test_power_and_log_profiles():
     z = np.array([-1.0, 0.0, 0.05, 1.0, 10.0, 20.0, 40.0])
     power = WindField(10.0, profile="power", reference_height=10.0, power_exponent=0.143)
-    np.testing.assert_allclose(power.profile_factor(z), np.maximum(z, 0) ** 0.143 / 10.0 ** 0.143, rtol=1e-12)
-    assert power.profile_factor(20.0) == pytest.approx(2.0 ** 0.143)
+    np.testing.assert_allclose(power.profile_factor(z), np.maximum(z, 0) ** 0.143 / 10.0**0.143, rtol=1e-12)
+    assert power.profile_factor(20.0) == pytest.approx(2.0**0.143)
     log = WindField(10.0, profile="log", reference_height=10.0, roughness_length=0.1)
     expect = np.log(np.maximum(z, 0.1) / 0.1) / math.log(100.0)
     np.testing.assert_allclose(log.profile_factor(z), expect, rtol=1e-12)
     assert log.profile_factor(10.0) == pytest.approx(1.0) and log.profile_factor(0.05) == 0.0
     shifted = WindField(10.0, profile="power", ground_height=5.0)
     u = shifted.velocity([[0, 0, 15.0], [0, 0, 25.0], [0, 0, 4.0]], 0.0)
-    np.testing.assert_allclose(u[:, 0], [10.0, 10.0 * 2.0 ** 0.143, 0.0], rtol=1e-12)
+    np.testing.assert_allclose(u[:, 0], [10.0, 10.0 * 2.0**0.143, 0.0], rtol=1e-12)
 
 
 def test_storm_ramp_shape():
@@ -311,7 +341,7 @@ def test_storm_ramp_shape():
     assert storm(4.0, *args) == pytest.approx(15.0) and storm(13.0, *args) == pytest.approx(15.0)
     rise, fall = (t > 2) & (t < 6), (t > 10) & (t < 16)
     assert np.all(np.diff(v[rise]) > 0) and np.all(np.diff(v[fall]) < 0)
-    h = 1e-6                                                    # C¹: zero slope where the ramps meet
+    h = 1e-6  # C¹: zero slope where the ramps meet
     for edge in (2.0, 6.0, 10.0, 16.0):
         assert abs(storm(edge + h, *args) - storm(edge - h, *args)) / (2 * h) < 1e-3
     assert storm(5.0, 1, 1, 1, 1, 9.0) == 0.0 and storm(1.0, 1, 1, 3, 3, 9.0) == 9.0
@@ -334,8 +364,9 @@ def test_falloff_shapes():
     np.testing.assert_allclose(tube.falloff_factor(along_axis), 1.0)
     np.testing.assert_allclose(tube.falloff_factor(o + [[3.0, 0.0, 40.0]]), [1 / 4])
     plane = WindField(10.0, d, origin=o, falloff="plane", falloff_power=1.0, max_distance=5.0)
-    np.testing.assert_allclose(plane.falloff_factor(o + [[100.0, -70.0, 0.0], [3.0, 3.0, -3.0], [0, 0, 6.0]]),
-                               [1.0, 1 / 4, 0.0])
+    np.testing.assert_allclose(
+        plane.falloff_factor(o + [[100.0, -70.0, 0.0], [3.0, 3.0, -3.0], [0, 0, 6.0]]), [1.0, 1 / 4, 0.0]
+    )
     assert np.all(WindField(10.0, falloff="none", falloff_power=3.0).falloff_factor(pts) == 1.0)
 
 
@@ -343,8 +374,9 @@ def test_direction_callable_follows_a_rotation():
     """A field whose direction is its object's rotating +Z axis: wind and drag turn with it."""
     omega = 0.7
 
-    def axis(t):                                                # +Z of an object turning about world y
+    def axis(t):  # +Z of an object turning about world y
         return quat.rotate(np.array([math.cos(0.5 * omega * t), 0.0, math.sin(0.5 * omega * t), 0.0]), Z)
+
     field = WindField(5.0, axis)
     model = vertical_rod(n=2)
     sim = still_sim(model)
@@ -358,17 +390,20 @@ def test_direction_callable_follows_a_rotation():
         np.testing.assert_allclose(f[1] / np.linalg.norm(f[1]), horizontal / np.linalg.norm(horizontal), atol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(profile="cubic"), "profile"),
-    (dict(falloff="cone"), "falloff"),
-    (dict(direction=(0, 0, 0)), "zero vector"),
-    (dict(gust_intensity=-0.1), "gust_intensity"),
-    (dict(turbulence_length=0.0), "turbulence_length"),
-    (dict(seed=-1), "seed"),
-    (dict(speed=float("nan")), "speed"),
-    (dict(profile="log", roughness_length=20.0), "roughness_length"),
-    (dict(min_distance=5.0, max_distance=2.0), "max_distance"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(profile="cubic"), "profile"),
+        (dict(falloff="cone"), "falloff"),
+        (dict(direction=(0, 0, 0)), "zero vector"),
+        (dict(gust_intensity=-0.1), "gust_intensity"),
+        (dict(turbulence_length=0.0), "turbulence_length"),
+        (dict(seed=-1), "seed"),
+        (dict(speed=float("nan")), "speed"),
+        (dict(profile="log", roughness_length=20.0), "roughness_length"),
+        (dict(min_distance=5.0, max_distance=2.0), "max_distance"),
+    ],
+)
 def test_bad_wind_input_names_the_item(kwargs, message):
     with pytest.raises(ValueError, match=message):
         WindField(**kwargs)
@@ -396,7 +431,11 @@ def test_wind_sum_adds_winds():
 # ---------------------------------------------------------------------------- materials
 def test_material_presets_and_stiffness_follows_radius_to_the_fourth():
     """One preset for a whole tree: every joint's E I is E π r⁴/4 of its own radius (Deul Eq. 5)."""
-    assert (PRESETS["wood"].youngs_modulus, PRESETS["wood"].torsion_modulus, PRESETS["wood"].density) == (12.5e9, 6.5e9, 1000.0)
+    assert (PRESETS["wood"].youngs_modulus, PRESETS["wood"].torsion_modulus, PRESETS["wood"].density) == (
+        12.5e9,
+        6.5e9,
+        1000.0,
+    )
     assert (PRESETS["leaf"].youngs_modulus, PRESETS["leaf"].torsion_modulus) == (1.2e9, 0.6e9)
     for name in ("birch", "willow", "pine"):
         m = material(name)

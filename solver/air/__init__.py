@@ -2,6 +2,7 @@
 aerodynamic drag they put on branch and leaf segments (``drag``: quadratic drag on the relative air
 velocity, leaves reconfiguring in strong wind), as external forces for a ``Simulator``.
 """
+
 from .drag import AerodynamicDrag
 from .wind import WindField, WindSum, storm
 

@@ -43,6 +43,7 @@ scaled down where its predicted shift would exceed half its length or its turn 1
 only acts where the leaf's drag time scale m / (ρ C_n A |w|) is shorter than about Δt (a 17 cm birch leaf,
 0.5 mm thick, face-on above ~9 m/s at Δt = 40 ms); there the leaf's load is underestimated while it turns.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,15 +53,15 @@ import numpy as np
 from ..core import quaternion as quat
 from ..core.model import RodModel
 
-RHO_AIR = 1.225               # kg/m³, sea level, 15 °C
-CD_BRANCH = 1.2               # circular cylinder, subcritical Reynolds number
-CD_LEAF_NORMAL = 1.17         # flat plate normal to the flow
-CD_LEAF_TANGENTIAL = 0.05     # skin friction + form drag of a real leaf, along its plane
-LEAF_RECONFIGURATION_SPEED = 10.0   # m/s: above it a leaf's normal drag grows like U^(2+B) (Vogel 1989)
+RHO_AIR = 1.225  # kg/m³, sea level, 15 °C
+CD_BRANCH = 1.2  # circular cylinder, subcritical Reynolds number
+CD_LEAF_NORMAL = 1.17  # flat plate normal to the flow
+CD_LEAF_TANGENTIAL = 0.05  # skin friction + form drag of a real leaf, along its plane
+LEAF_RECONFIGURATION_SPEED = 10.0  # m/s: above it a leaf's normal drag grows like U^(2+B) (Vogel 1989)
 LEAF_VOGEL_EXPONENT = -0.7
 GAUSS = 0.5 / math.sqrt(3.0)  # 2-point Gauss abscissae ±l/(2√3) along the segment, weights l/2
-MAX_PLATE_SHIFT = 0.5         # a leaf's drag moves it at most this × its length per step (prediction) …
-MAX_PLATE_TURN = 1.0          # … and turns it at most this many rad
+MAX_PLATE_SHIFT = 0.5  # a leaf's drag moves it at most this × its length per step (prediction) …
+MAX_PLATE_TURN = 1.0  # … and turns it at most this many rad
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -83,10 +84,18 @@ class AerodynamicDrag:
     ``sim.force_fields``. ``rho_air`` [kg/m³]; drag coefficients as documented in the module.
     """
 
-    def __init__(self, model: RodModel, wind, *, rho_air: float = RHO_AIR, cd_branch: float = CD_BRANCH,
-                 cd_leaf_normal: float = CD_LEAF_NORMAL, cd_leaf_tangential: float = CD_LEAF_TANGENTIAL,
-                 leaf_reconfiguration_speed: float = LEAF_RECONFIGURATION_SPEED,
-                 leaf_vogel_exponent: float = LEAF_VOGEL_EXPONENT):
+    def __init__(
+        self,
+        model: RodModel,
+        wind,
+        *,
+        rho_air: float = RHO_AIR,
+        cd_branch: float = CD_BRANCH,
+        cd_leaf_normal: float = CD_LEAF_NORMAL,
+        cd_leaf_tangential: float = CD_LEAF_TANGENTIAL,
+        leaf_reconfiguration_speed: float = LEAF_RECONFIGURATION_SPEED,
+        leaf_vogel_exponent: float = LEAF_VOGEL_EXPONENT,
+    ):
         if not isinstance(model, RodModel):
             raise TypeError("model must be a RodModel")
         if not callable(getattr(wind, "velocity", None)):
@@ -124,7 +133,7 @@ class AerodynamicDrag:
             bad = np.flatnonzero(~(area > 0.0))
             if bad.size:
                 raise ValueError(f"plate_area[{int(self.plates[bad[0]])}] must be > 0 for a leaf segment")
-            self._plate_width = area / model.lengths[self.plates]                     # m (area per length)
+            self._plate_width = area / model.lengths[self.plates]  # m (area per length)
             a = 0.5 * self._plate_width
             # rolling about the midrib: τ_z = −k |ω_z| ω_z, k = ρ C_n l a⁴ / 4
             self._roll = 0.25 * rho_air * self.cd_leaf_normal * model.lengths[self.plates] * a**4
@@ -146,22 +155,22 @@ class AerodynamicDrag:
         if segs.size == 0:
             self.implicit_damping = damping
             return forces, torques
-        rot = quat.to_matrix(sim.orientations[segs])                  # columns: local x, y, z in world
+        rot = quat.to_matrix(sim.orientations[segs])  # columns: local x, y, z in world
         d1, d2, d3 = rot[:, :, 0], rot[:, :, 1], rot[:, :, 2]
         a = self._gauss_arm
         omega = np.einsum("kij,kj->ki", rot, sim.angular_velocities[segs])
-        e = a[:, None] * np.cross(omega, d3)                          # point velocity − centre velocity at +a
+        e = a[:, None] * np.cross(omega, d3)  # point velocity − centre velocity at +a
         # the air velocity is sampled at the segment centre: it varies over the turbulence length and the
         # height profile, both ≫ a segment, while the segment's own velocity varies along it (rotation)
         u = np.asarray(self.wind.velocity(sim.positions[segs], sim.time), dtype=float)
-        w0 = u - sim.velocities[segs]                                 # air relative to the centre
+        w0 = u - sim.velocities[segs]  # air relative to the centre
         w0x, w0y, w0z = _dot(w0, d1), _dot(w0, d2), _dot(w0, d3)
         ex, ey = _dot(e, d1), _dot(e, d2)
         k_rod = self.rods.size
         half = self._half_weight
         f = np.empty((segs.size, 3))
-        fd = np.empty((segs.size, 3))      # f₊ − f₋: the torque is a d3 × (f₊ − f₋)
-        gain = np.empty(segs.size)         # Σ over both points of the drag gain [N per m/s]
+        fd = np.empty((segs.size, 3))  # f₊ − f₋: the torque is a d3 × (f₊ − f₋)
+        gain = np.empty(segs.size)  # Σ over both points of the drag gain [N per m/s]
 
         # branch cylinders: f = ½ ρ C_d · width·|w⊥| · w⊥ with width·|w⊥| = 2 √(a² w_y² + b² w_x²),
         # w⊥± = p0 ∓ e with p0 = w0 − (w0·d3) d3
@@ -184,14 +193,14 @@ class AerodynamicDrag:
             w2 = _dot(wl, wl) + _dot(el, el)
             we = 2.0 * _dot(wl, el)
             ends = []
-            for sign in (1.0, -1.0):                                  # the point at +a, then at −a
+            for sign in (1.0, -1.0):  # the point at +a, then at −a
                 wy_p = w0y[k_rod:] - sign * ey[k_rod:]
-                speed2 = np.maximum(w2 - sign * we, 0.0)              # |w±|²
+                speed2 = np.maximum(w2 - sign * we, 0.0)  # |w±|²
                 g_n = h * self.cd_leaf_normal * np.abs(wy_p)
-                if self.leaf_vogel_exponent:   # blade curling above U_R: C_n (|w|/U_R)^B (module docstring)
+                if self.leaf_vogel_exponent:  # blade curling above U_R: C_n (|w|/U_R)^B (module docstring)
                     rel = np.sqrt(speed2) / self.leaf_reconfiguration_speed
                     g_n *= np.where(rel > 1.0, np.maximum(rel, 1.0) ** self.leaf_vogel_exponent, 1.0)
-                g_t = h * self.cd_leaf_tangential * np.sqrt(np.maximum(speed2 - wy_p ** 2, 0.0))
+                g_t = h * self.cd_leaf_tangential * np.sqrt(np.maximum(speed2 - wy_p**2, 0.0))
                 ends.append(((g_n - g_t) * wy_p, g_t, np.maximum(g_n, g_t)))
             (ap, tp, mp), (am, tm, mm) = ends
             # f± = (g_n − g_t) w_y± d2 + g_t (w0 ∓ e)
@@ -226,13 +235,15 @@ class AerodynamicDrag:
         linearise the rotations). The real leaf turns edge-on within that time; limited, it does so over
         a few steps."""
         p = self.plates
-        dt2 = sim.dt ** 2
+        dt2 = sim.dt**2
         mass = self.model.masses[p] + sim.dt * damping[p, 0]
         inertia = self.model.inertia[p] + sim.dt * damping[p, 3:]
         shift = dt2 * np.linalg.norm(forces[p], axis=1) / mass
         turn = dt2 * np.linalg.norm(np.einsum("kji,kj->ki", rot, torques[p]) / inertia, axis=1)
-        limit = np.minimum(MAX_PLATE_SHIFT * self.model.lengths[p] / np.maximum(shift, 1e-300),
-                           MAX_PLATE_TURN / np.maximum(turn, 1e-300))
+        limit = np.minimum(
+            MAX_PLATE_SHIFT * self.model.lengths[p] / np.maximum(shift, 1e-300),
+            MAX_PLATE_TURN / np.maximum(turn, 1e-300),
+        )
         scale = np.minimum(1.0, limit)
         forces[p] *= scale[:, None]
         torques[p] *= scale[:, None]

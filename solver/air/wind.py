@@ -28,6 +28,7 @@ call order, and evaluation is a few matrix products over all points at once.
   distance |(x − o)·d| from the plane through o normal to the direction — and factor 0 beyond
   ``max_distance``, 1 inside ``min_distance``, else (1 + r − r_min)^(−``falloff_power``). ``"none"``: 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ import numpy as np
 PROFILES = ("uniform", "power", "log")
 FALLOFFS = ("none", "sphere", "tube", "plane")
 GUST_MODES = 16
-ADVECTION_STEP = 0.05          # s: grid of the advection integral D(t) when speed or direction vary in time
+ADVECTION_STEP = 0.05  # s: grid of the advection integral D(t) when speed or direction vary in time
 
 
 def _finite_positive(name: str, value, allow_zero: bool = False) -> float:
@@ -83,7 +84,7 @@ def storm(t, start: float, peak_start: float, peak_end: float, end: float, peak_
         raise ValueError(f"peak_speed must be finite, got {peak_speed}")
     t = np.asarray(t, dtype=float)
 
-    def ramp(a, b):                      # 0 before a, 1 after b
+    def ramp(a, b):  # 0 before a, 1 after b
         if b <= a:
             return (t >= a).astype(float)
         s = np.clip((t - a) / (b - a), 0.0, 1.0)
@@ -102,15 +103,29 @@ class WindField:
     ``modes``: number of turbulence Fourier modes (more: closer to the ideal correlation, slower).
     """
 
-    def __init__(self, speed: float | Callable[[float], float] = 0.0,
-                 direction: Sequence[float] | Callable[[float], Sequence[float]] = (1.0, 0.0, 0.0), *,
-                 profile: str = "uniform", reference_height: float = 10.0, ground_height: float = 0.0,
-                 power_exponent: float = 0.143, roughness_length: float = 0.1,
-                 gust_intensity: float = 0.0, gust_frequency: float = 0.2,
-                 turbulence_intensity: float = 0.0, turbulence_length: float = 5.0,
-                 turbulence_speed: float = 0.0, seed: int = 0, origin=(0.0, 0.0, 0.0),
-                 falloff: str = "none", falloff_power: float = 0.0, min_distance: float = 0.0,
-                 max_distance: float = math.inf, modes: int = 64):
+    def __init__(
+        self,
+        speed: float | Callable[[float], float] = 0.0,
+        direction: Sequence[float] | Callable[[float], Sequence[float]] = (1.0, 0.0, 0.0),
+        *,
+        profile: str = "uniform",
+        reference_height: float = 10.0,
+        ground_height: float = 0.0,
+        power_exponent: float = 0.143,
+        roughness_length: float = 0.1,
+        gust_intensity: float = 0.0,
+        gust_frequency: float = 0.2,
+        turbulence_intensity: float = 0.0,
+        turbulence_length: float = 5.0,
+        turbulence_speed: float = 0.0,
+        seed: int = 0,
+        origin=(0.0, 0.0, 0.0),
+        falloff: str = "none",
+        falloff_power: float = 0.0,
+        min_distance: float = 0.0,
+        max_distance: float = math.inf,
+        modes: int = 64,
+    ):
         if callable(speed):
             self._speed, self._speed_const = speed, None
         else:
@@ -132,8 +147,10 @@ class WindField:
         self.power_exponent = _finite_positive("power_exponent", power_exponent, allow_zero=True)
         self.roughness_length = _finite_positive("roughness_length", roughness_length)
         if profile == "log" and not self.roughness_length < self.reference_height:
-            raise ValueError(f"roughness_length ({self.roughness_length} m) must be below reference_height "
-                             f"({self.reference_height} m) for the log profile")
+            raise ValueError(
+                f"roughness_length ({self.roughness_length} m) must be below reference_height "
+                f"({self.reference_height} m) for the log profile"
+            )
         self.gust_intensity = _finite_positive("gust_intensity", gust_intensity, allow_zero=True)
         self.gust_frequency = _finite_positive("gust_frequency", gust_frequency)
         self.turbulence_intensity = _finite_positive("turbulence_intensity", turbulence_intensity, allow_zero=True)
@@ -162,11 +179,11 @@ class WindField:
         self._gust_phase = rng_g.uniform(0.0, 2.0 * np.pi, GUST_MODES)
         rng_t = np.random.default_rng([self.seed, 1])
         n = int(modes)
-        k = rng_t.normal(size=(n, 3)) / self.turbulence_length                 # 1/m
+        k = rng_t.normal(size=(n, 3)) / self.turbulence_length  # 1/m
         e = np.cross(k, rng_t.normal(size=(n, 3)))
         e /= np.linalg.norm(e, axis=1, keepdims=True)
         self._k = k
-        self._amp_dir = math.sqrt(6.0 / n) * e                                  # a e_k, (n, 3)
+        self._amp_dir = math.sqrt(6.0 / n) * e  # a e_k, (n, 3)
         self._omega = 2.0 * np.pi * self.gust_frequency * rng_t.uniform(0.5, 1.5, n)
         self._phase = rng_t.uniform(0.0, 2.0 * np.pi, n)
         # D at t = 0, ±h, ±2h, … (cached; only for a time-varying mean wind)

@@ -5,6 +5,7 @@ wood and leaf materials come from presets (``materials``), ``prestress`` makes t
 equilibrium under gravity, ``scenes`` builds the test and benchmark scenes and ``curve_measures``
 measures centrelines (writhe).
 """
+
 from .binding import bind_points, carried_points, nearest_segments
 from .curve_measures import writhe
 from .leaves import leaf_frames
@@ -13,6 +14,20 @@ from .prestress import gravity_prestress
 from .resample import bezier_polyline, resample_polyline
 from .tree_builder import BranchMap, attach_leaves, find_parent_spans, tree_from_branches
 
-__all__ = ["tree_from_branches", "attach_leaves", "BranchMap", "find_parent_spans", "leaf_frames", "bind_points",
-           "carried_points", "nearest_segments", "bezier_polyline", "resample_polyline", "Material", "PRESETS",
-           "material", "gravity_prestress", "writhe"]
+__all__ = [
+    "tree_from_branches",
+    "attach_leaves",
+    "BranchMap",
+    "find_parent_spans",
+    "leaf_frames",
+    "bind_points",
+    "carried_points",
+    "nearest_segments",
+    "bezier_polyline",
+    "resample_polyline",
+    "Material",
+    "PRESETS",
+    "material",
+    "gravity_prestress",
+    "writhe",
+]

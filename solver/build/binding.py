@@ -5,6 +5,7 @@ A point is bound once, at rest, to the nearest segment among candidates (distanc
 axis, a line segment of length l along its local +z) and stored in that segment's local frame; at
 any later pose it is ``x = c + R(q) p_local`` (:meth:`Simulator.segment_points`).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Shape measures of a polyline centerline used to compare rod models (writhe, end-to-end distance)."""
+
 from __future__ import annotations
 
 import numpy as np

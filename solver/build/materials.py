@@ -22,13 +22,14 @@ Presets:
 Drag coefficients (see :mod:`solver.air.drag`): branches 1.2 (cylinder in subcritical cross-flow), leaves
 1.17 normal to the plate and 0.05 along it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..air.drag import CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL
 
-G_OVER_E_WOOD = 0.07      # G_LR/E_L, G_LT/E_L ≈ 0.05–0.1 for most species (Wood Handbook Table 5-1)
+G_OVER_E_WOOD = 0.07  # G_LR/E_L, G_LT/E_L ≈ 0.05–0.1 for most species (Wood Handbook Table 5-1)
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,30 @@ class Material:
 
 
 def _green_wood(name, e_gpa, specific_gravity, moisture, source):
-    return Material(name, e_gpa * 1e9, G_OVER_E_WOOD * e_gpa * 1e9, round(1000.0 * specific_gravity * (1.0 + moisture), -1),
-                    CD_BRANCH, source=source)
+    return Material(
+        name,
+        e_gpa * 1e9,
+        G_OVER_E_WOOD * e_gpa * 1e9,
+        round(1000.0 * specific_gravity * (1.0 + moisture), -1),
+        CD_BRANCH,
+        source=source,
+    )
 
 
 PRESETS = {
     "wood": Material("wood", 12.5e9, 6.5e9, 1000.0, CD_BRANCH, source="Deul et al. 2018, §5 (trunk and branches)"),
-    "leaf": Material("leaf", 1.2e9, 0.6e9, 1000.0, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL,
-                     source="Deul et al. 2018, §5 (leaves)"),
-    "birch": _green_wood("birch", 8.1, 0.48, 0.72, "paper birch, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1; ch. 4"),
-    "willow": _green_wood("willow", 5.4, 0.36, 1.30, "black willow, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1"),
-    "pine": _green_wood("pine", 6.8, 0.34, 1.48, "eastern white pine, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1; ch. 4"),
+    "leaf": Material(
+        "leaf", 1.2e9, 0.6e9, 1000.0, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL, source="Deul et al. 2018, §5 (leaves)"
+    ),
+    "birch": _green_wood(
+        "birch", 8.1, 0.48, 0.72, "paper birch, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1; ch. 4"
+    ),
+    "willow": _green_wood(
+        "willow", 5.4, 0.36, 1.30, "black willow, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1"
+    ),
+    "pine": _green_wood(
+        "pine", 6.8, 0.34, 1.48, "eastern white pine, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1; ch. 4"
+    ),
 }
 
 

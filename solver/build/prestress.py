@@ -21,6 +21,7 @@ converges quadratically for strains ≪ 1).
 Components with no pinned segment (free-falling) or with several (statically indeterminate, e.g. a rope
 pinned at both ends) are left unchanged.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,9 +51,9 @@ def _away_side(model: RodModel):
     pins_per_comp = np.bincount(label[pins], minlength=label.max() + 1)
     ok_seg = pins_per_comp[label] == 1
     order, pred = breadth_first_order(graph, n, directed=False, return_predecessors=True)
-    order = order[1:]                                         # drop the virtual root
+    order = order[1:]  # drop the virtual root
     pred = pred[:n].copy()
-    pred[pred == n] = -1                                      # pins
+    pred[pred == n] = -1  # pins
     pred[pred < 0] = -1
     ok_joint = ok_seg[jp] & ok_seg[jc]
     child_away = pred[jc] == jp
@@ -70,7 +71,7 @@ def _subtree_sums(values: np.ndarray, order: np.ndarray, pred: np.ndarray, ok_se
     rank[sel] = np.arange(sel.size)
     child = sel[pred[sel] >= 0]
     c = csr_matrix((np.ones(child.size), (rank[pred[child]], rank[child])), shape=(sel.size, sel.size))
-    a = (identity(sel.size, format="csr") - c).tocsr()       # upper triangular: parents precede children
+    a = (identity(sel.size, format="csr") - c).tocsr()  # upper triangular: parents precede children
     out = np.zeros_like(values, dtype=float)
     if sel.size:
         out[sel] = spsolve_triangular(a, values[sel], lower=False)
@@ -86,8 +87,15 @@ def beyond_joints(model: RodModel, values: np.ndarray):
     return _subtree_sums(np.asarray(values, dtype=float), order, pred, ok_seg)[k], k, ok
 
 
-def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str = "rotation",
-                      iterations: int = 4, max_angle: float | None = None, info: dict | None = None) -> RodModel:
+def gravity_prestress(
+    model: RodModel,
+    gravity=(0.0, 0.0, -9.81),
+    *,
+    strain: str = "rotation",
+    iterations: int = 4,
+    max_angle: float | None = None,
+    info: dict | None = None,
+) -> RodModel:
     """A copy of ``model`` whose rest Darboux quaternions make its pose a static equilibrium under
     ``gravity`` [m/s²] (module docstring). ``strain`` must match the Simulator's joint strain ("rotation",
     the default, or "eq23"). Returns the model unchanged if no joint is statically determinate.
@@ -106,14 +114,14 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
     sums, k, ok = beyond_joints(model, np.concatenate((mass[:, None], mass[:, None] * x), axis=1))
     if not np.any(ok):
         return model
-    child_away = k == model.joint_child                                 # k: the segment beyond each joint
+    child_away = k == model.joint_child  # k: the segment beyond each joint
     m_sub, mx_sub = sums[:, 0], sums[:, 1:]
     force = m_sub[:, None] * g
-    torque = np.cross(mx_sub - m_sub[:, None] * x[k], g)                # about x_k, world frame
+    torque = np.cross(mx_sub - m_sub[:, None] * x[k], g)  # about x_k, world frame
     wrench = np.concatenate((force, quat.rotate_inverse(q[k], torque)), axis=1)
-    alpha = joint_constraint.compliance(model, 1.0)[:, 3:]              # unscaled α of the bend/twist rows
+    alpha = joint_constraint.compliance(model, 1.0)[:, 3:]  # unscaled α of the bend/twist rows
     half_l = 0.5 * model.joint_lengths
-    e0 = quat.multiply_conjugate(q[model.joint_parent], q[model.joint_child])    # q̄_p q_c at the pose
+    e0 = quat.multiply_conjugate(q[model.joint_parent], q[model.joint_child])  # q̄_p q_c at the pose
     rest = model.rest_darboux.copy()
     current = model
     for _ in range(iterations):
@@ -122,8 +130,8 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
         jp, jc, _, _ = ev.jacobians()
         jk = np.where(child_away[:, None, None], jc, jp)
         lam = np.linalg.solve(np.swapaxes(jk, 1, 2), -wrench[:, :, None])[:, :, 0]
-        target = -alpha * lam[:, 3:]                                   # C_bend/twist = −α λ
-        h = target * half_l[:, None]              # |h| = sin(θ/2), θ the pre-bend rotation
+        target = -alpha * lam[:, 3:]  # C_bend/twist = −α λ
+        h = target * half_l[:, None]  # |h| = sin(θ/2), θ the pre-bend rotation
         norm = np.sqrt(np.sum(h * h, axis=1))
         if max_angle is not None:
             cap = np.sin(0.5 * min(float(max_angle), np.pi - 1e-6))
@@ -131,12 +139,14 @@ def gravity_prestress(model: RodModel, gravity=(0.0, 0.0, -9.81), *, strain: str
             h[over] *= (cap / norm[over])[:, None]
             norm = np.minimum(norm, cap)
         elif np.max(norm[ok], initial=0.0) >= 1.0:
-            raise ValueError("prestress: gravity bends a joint past 180° at the modelled pose; the model is "
-                             "too soft to hold this shape (raise the Young's modulus or the radii)")
-        if strain == "rotation":   # r̄ e0 = d = (√(1−|h|²), h)  ⇒  r = e0 d̄
+            raise ValueError(
+                "prestress: gravity bends a joint past 180° at the modelled pose; the model is "
+                "too soft to hold this shape (raise the Young's modulus or the radii)"
+            )
+        if strain == "rotation":  # r̄ e0 = d = (√(1−|h|²), h)  ⇒  r = e0 d̄
             d = np.concatenate((np.sqrt(1.0 - np.sum(h * h, axis=1))[:, None], h), axis=1)
             new = quat.multiply(e0, quat.conjugate(d))
-        else:                      # Eq. 23: (2/l)(Im e0 − Im r) = target
+        else:  # Eq. 23: (2/l)(Im e0 − Im r) = target
             im = e0[:, 1:] - h
             new = np.concatenate((np.sqrt(np.clip(1.0 - np.sum(im * im, axis=1), 0.0, None))[:, None], im), axis=1)
         rest = np.where(ok[:, None], new, model.rest_darboux)

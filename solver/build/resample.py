@@ -1,4 +1,5 @@
 """Curve geometry for building rods from Blender curves: Bézier evaluation and arc-length resampling."""
+
 from __future__ import annotations
 
 import numpy as np

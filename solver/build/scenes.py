@@ -1,4 +1,5 @@
 """Reference scenes shared by tests and benchmarks (pure numpy): the Deul §5 cantilever, chains, random trees."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +8,15 @@ from ..core import quaternion as quat
 from ..core.model import RodModel, rod_from_polyline, cross_section_moments, DEFAULT_STRETCH_COMPLIANCE
 
 
-def cantilever(n_segments: int = 50, length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9,
-               density: float = 1000.0, torsion_modulus: float | None = None,
-               stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE) -> RodModel:
+def cantilever(
+    n_segments: int = 50,
+    length: float = 10.0,
+    radius: float = 0.5,
+    youngs_modulus: float = 1e9,
+    density: float = 1000.0,
+    torsion_modulus: float | None = None,
+    stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+) -> RodModel:
     """A beam along +x over [0, L], clamped at x = 0 (Deul §5: L = 10 m, r = 0.5 m, E = 1 GPa, 50 segments).
 
     Segment 0 is a pinned anchor over [−l, 0]; segments 1…n are the beam. The clamp joint at x = 0
@@ -18,20 +25,25 @@ def cantilever(n_segments: int = 50, length: float = 10.0, radius: float = 0.5, 
     l = length / n_segments
     pts = np.zeros((n_segments + 2, 3))
     pts[:, 0] = np.linspace(-l, length, n_segments + 2)
-    model = rod_from_polyline(pts, radius, youngs_modulus, torsion_modulus, density, pinned=["start"],
-                              stretch_compliance=stretch_compliance)
+    model = rod_from_polyline(
+        pts, radius, youngs_modulus, torsion_modulus, density, pinned=["start"], stretch_compliance=stretch_compliance
+    )
     jl = model.joint_lengths.copy()
     jl[0] = 0.5 * l
     return model.copy_with(joint_lengths=jl)
 
 
-def cantilever_tip_deflection(force: float, length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9) -> float:
+def cantilever_tip_deflection(
+    force: float, length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9
+) -> float:
     """Euler–Bernoulli tip deflection ``F L³ / (3 E I)`` [m] of a clamped circular beam under a tip load."""
     i1, _, _ = cross_section_moments(np.array([radius, radius]))
     return force * length**3 / (3.0 * youngs_modulus * i1)
 
 
-def cantilever_period(length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9, density: float = 1000.0) -> float:
+def cantilever_period(
+    length: float = 10.0, radius: float = 0.5, youngs_modulus: float = 1e9, density: float = 1000.0
+) -> float:
     """First bending period [s] of a clamped–free Euler–Bernoulli beam: ``2π / (β₁² √(EI/ρA))``, β₁L = 1.8751."""
     i1, _, _ = cross_section_moments(np.array([radius, radius]))
     area = np.pi * radius**2
@@ -39,16 +51,28 @@ def cantilever_period(length: float = 10.0, radius: float = 0.5, youngs_modulus:
     return 2.0 * np.pi / (beta**2 * np.sqrt(youngs_modulus * i1 / (density * area)))
 
 
-def chain(n_segments: int, segment_length: float = 0.1, radius: float = 0.01, youngs_modulus: float = 1e9,
-          density: float = 1000.0) -> RodModel:
+def chain(
+    n_segments: int,
+    segment_length: float = 0.1,
+    radius: float = 0.01,
+    youngs_modulus: float = 1e9,
+    density: float = 1000.0,
+) -> RodModel:
     """A straight horizontal rod of ``n_segments`` with its first segment pinned."""
     pts = np.zeros((n_segments + 1, 3))
     pts[:, 0] = np.arange(n_segments + 1) * segment_length
     return rod_from_polyline(pts, radius, youngs_modulus, None, density, pinned=["start"])
 
 
-def random_tree(n_segments: int, seed: int = 0, segment_length: float = 0.1, radius: float = 0.01,
-                youngs_modulus: float = 1e9, density: float = 1000.0, branch_probability: float = 0.3) -> RodModel:
+def random_tree(
+    n_segments: int,
+    seed: int = 0,
+    segment_length: float = 0.1,
+    radius: float = 0.01,
+    youngs_modulus: float = 1e9,
+    density: float = 1000.0,
+    branch_probability: float = 0.3,
+) -> RodModel:
     """A random tree: segment 0 is a pinned root; each later segment continues its parent's tip or,
     with ``branch_probability``, branches off a random earlier segment at a random point along it.
     Built level by level (vectorised), so 10⁵ segments take well under a second."""
@@ -78,14 +102,28 @@ def random_tree(n_segments: int, seed: int = 0, segment_length: float = 0.1, rad
     for d in range(1, int(depth.max()) + 1):
         idx = np.flatnonzero(depth == d)
         p = parent[idx]
-        local = np.zeros((idx.size, 3)); local[:, 2] = along[idx]
+        local = np.zeros((idx.size, 3))
+        local[:, 2] = along[idx]
         attach_world[idx] = pos[p] + quat.rotate(q[p], local)
         pos[idx] = attach_world[idx] + 0.5 * segment_length * dirs[idx]
     kids = np.arange(1, n)
     par = parent[1:]
-    pp = np.zeros((n - 1, 3)); pp[:, 2] = along[1:]
-    pc = np.zeros((n - 1, 3)); pc[:, 2] = -0.5 * segment_length
-    pinned = np.zeros(n, bool); pinned[0] = True
-    return RodModel.from_arrays(pos, q, segment_length, radius, density, joint_parent=par, joint_child=kids,
-                                joint_point_parent=pp, joint_point_child=pc, youngs_modulus=youngs_modulus,
-                                pinned=pinned)
+    pp = np.zeros((n - 1, 3))
+    pp[:, 2] = along[1:]
+    pc = np.zeros((n - 1, 3))
+    pc[:, 2] = -0.5 * segment_length
+    pinned = np.zeros(n, bool)
+    pinned[0] = True
+    return RodModel.from_arrays(
+        pos,
+        q,
+        segment_length,
+        radius,
+        density,
+        joint_parent=par,
+        joint_child=kids,
+        joint_point_parent=pp,
+        joint_point_child=pc,
+        youngs_modulus=youngs_modulus,
+        pinned=pinned,
+    )

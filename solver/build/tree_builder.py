@@ -5,6 +5,7 @@ radius per point; its segments are joined end to end, and its first point is att
 of an earlier branch that passes through it (given explicitly, e.g. from Sapling's bone parents, or
 found geometrically). A root branch is clamped at its first point by a kinematic anchor segment.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ class BranchMap:
     """Where each input item went: ``span_segment[b][k]`` is the segment of span k (points k → k+1) of
     branch b; ``branch_parent[b]`` is ``(parent branch, parent span)`` or ``None`` for a root;
     ``anchors`` the pinned anchor segments (one per root branch)."""
+
     span_segment: list
     branch_parent: list
     anchors: np.ndarray
@@ -87,9 +89,16 @@ def find_parent_spans(branches, max_distance_factor: float = 3.0):
     return result
 
 
-def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: float | None = None,
-                       density: float = 1000.0, parents=None, pin_roots: bool = True,
-                       stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE):
+def tree_from_branches(
+    branches,
+    *,
+    youngs_modulus: float,
+    torsion_modulus: float | None = None,
+    density: float = 1000.0,
+    parents=None,
+    pin_roots: bool = True,
+    stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+):
     """A :class:`RodModel` and :class:`BranchMap` from ``branches`` = list of ``(points (K, 3) [m],
     radii (K,) [m])``.
 
@@ -132,14 +141,19 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
         k = seg_len.size
         idx = n + np.arange(k)
         span_segment.append(idx)
-        pos.append(0.5 * (p[:-1] + p[1:])); ori.append(q); length.append(seg_len)
-        radius.append(0.5 * (r[:-1] + r[1:])); pinned.append(np.zeros(k, bool))
+        pos.append(0.5 * (p[:-1] + p[1:]))
+        ori.append(q)
+        length.append(seg_len)
+        radius.append(0.5 * (r[:-1] + r[1:]))
+        pinned.append(np.zeros(k, bool))
         n += k
         if k > 1:  # joints along the branch, at its interior points
-            jp.append(idx[:-1]); jc.append(idx[1:])
+            jp.append(idx[:-1])
+            jc.append(idx[1:])
             pp.append(np.stack((np.zeros(k - 1), np.zeros(k - 1), 0.5 * seg_len[:-1]), 1))
             pc.append(np.stack((np.zeros(k - 1), np.zeros(k - 1), -0.5 * seg_len[1:]), 1))
-            jr.append(r[1:-1]); jl.append(0.5 * (seg_len[:-1] + seg_len[1:]))
+            jr.append(r[1:-1])
+            jl.append(0.5 * (seg_len[:-1] + seg_len[1:]))
     for b, (p, r) in enumerate(branches):
         first = span_segment[b][0]
         l0 = length[b][0]
@@ -151,32 +165,65 @@ def tree_from_branches(branches, *, youngs_modulus: float, torsion_modulus: floa
             ps = span_segment[pb][s]
             centre = pos[pb][s]
             local = quat.rotate_inverse(ori[pb][s], p[0] - centre)
-            jp.append([ps]); jc.append([first]); pp.append(local[None]); pc.append(child_local)
+            jp.append([ps])
+            jc.append([first])
+            pp.append(local[None])
+            pc.append(child_local)
             # the junction stands for the child's first half segment (the parent bends at its own joints)
-            jr.append([r[0]]); jl.append([0.5 * l0])
+            jr.append([r[0]])
+            jl.append([0.5 * l0])
         elif pin_roots:
             d = quat.rotate(ori[b][0], np.array([0.0, 0.0, 1.0]))
-            pos.append((p[0] - 0.5 * l0 * d)[None]); ori.append(ori[b][:1]); length.append([l0])
-            radius.append([r[0]]); pinned.append([True])
+            pos.append((p[0] - 0.5 * l0 * d)[None])
+            ori.append(ori[b][:1])
+            length.append([l0])
+            radius.append([r[0]])
+            pinned.append([True])
             anchors.append(n)
-            jp.append([n]); jc.append([first])
-            pp.append(np.array([[0.0, 0.0, 0.5 * l0]])); pc.append(child_local)
-            jr.append([r[0]]); jl.append([0.5 * l0])
+            jp.append([n])
+            jc.append([first])
+            pp.append(np.array([[0.0, 0.0, 0.5 * l0]]))
+            pc.append(child_local)
+            jr.append([r[0]])
+            jl.append([0.5 * l0])
             n += 1
     cat = np.concatenate
     model = RodModel.from_arrays(
-        cat(pos), cat(ori), cat(length), cat(radius), density,
-        joint_parent=cat(jp).astype(np.int64) if jp else [], joint_child=cat(jc).astype(np.int64) if jc else [],
-        joint_point_parent=cat(pp) if pp else None, joint_point_child=cat(pc) if pc else None,
-        joint_radii=cat(jr) if jr else None, joint_lengths=cat(jl) if jl else None,
-        youngs_modulus=youngs_modulus, torsion_modulus=torsion_modulus,
-        stretch_compliance=stretch_compliance, pinned=cat(pinned))
+        cat(pos),
+        cat(ori),
+        cat(length),
+        cat(radius),
+        density,
+        joint_parent=cat(jp).astype(np.int64) if jp else [],
+        joint_child=cat(jc).astype(np.int64) if jc else [],
+        joint_point_parent=cat(pp) if pp else None,
+        joint_point_child=cat(pc) if pc else None,
+        joint_radii=cat(jr) if jr else None,
+        joint_lengths=cat(jl) if jl else None,
+        youngs_modulus=youngs_modulus,
+        torsion_modulus=torsion_modulus,
+        stretch_compliance=stretch_compliance,
+        pinned=cat(pinned),
+    )
     return model, BranchMap(span_segment, parent_of, np.asarray(anchors, dtype=np.int64))
 
 
-def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal, length, width, parent,
-                  thickness: float = 2e-4, density: float = 1000.0, youngs_modulus: float = 1.2e9,
-                  torsion_modulus: float = 0.6e9, petiole_radius: float | None = 1e-3):
+def attach_leaves(
+    model: RodModel,
+    branch_map: BranchMap,
+    *,
+    stem,
+    axis,
+    normal,
+    length,
+    width,
+    parent,
+    thickness: float = 2e-4,
+    density: float = 1000.0,
+    youngs_modulus: float = 1.2e9,
+    torsion_modulus: float = 0.6e9,
+    petiole_radius: float | None = 1e-3,
+):
     """Add one rigid leaf segment per leaf (Deul §5: every leaf a segment, E = 1.2 GPa, G = 0.6 GPa).
 
     Per leaf (L of them): ``stem`` (L, 3) [m] the stem point, where the leaf is welded to the segment
@@ -228,7 +275,7 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
     if bad.size:
         raise ValueError(f"leaf {int(bad[0])}: normal is parallel to the axis (or zero)")
     y /= y_len[:, None]
-    frame = np.stack((np.cross(y, z), y, z), axis=2)          # columns: local x, y, z in world
+    frame = np.stack((np.cross(y, z), y, z), axis=2)  # columns: local x, y, z in world
     q = quat.from_matrix(frame)
 
     offsets = np.concatenate(([0], np.cumsum(counts)))
@@ -239,7 +286,8 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
     a, b = 0.5 * width, 0.5 * thickness
     local = quat.rotate_inverse(model.orientations[parent_seg], stem - model.positions[parent_seg])
     joints = model.input_joint_arrays()
-    child_point = np.zeros((count, 3)); child_point[:, 2] = -0.5 * length
+    child_point = np.zeros((count, 3))
+    child_point[:, 2] = -0.5 * length
     if petiole_radius is None:
         joint_radii = np.stack((a, np.full(count, b)), axis=1)
         joint_torsion = torsion_modulus * 4.0 * a**2 * b**2 / (a**2 + b**2) ** 2
@@ -248,16 +296,27 @@ def attach_leaves(model: RodModel, branch_map: BranchMap, *, stem, axis, normal,
         joint_torsion = np.full(count, float(torsion_modulus))
     else:
         raise ValueError(f"petiole_radius must be > 0 m, got {petiole_radius}")
-    new = dict(joint_parent=parent_seg, joint_child=leaves, joint_point_parent=local, joint_point_child=child_point,
-               joint_radii=joint_radii,
-               youngs_modulus=np.full(count, float(youngs_modulus)),
-               torsion_modulus=joint_torsion,
-               joint_lengths=0.5 * length, stretch_compliance=np.full(count, DEFAULT_STRETCH_COMPLIANCE))
+    new = dict(
+        joint_parent=parent_seg,
+        joint_child=leaves,
+        joint_point_parent=local,
+        joint_point_child=child_point,
+        joint_radii=joint_radii,
+        youngs_modulus=np.full(count, float(youngs_modulus)),
+        torsion_modulus=joint_torsion,
+        joint_lengths=0.5 * length,
+        stretch_compliance=np.full(count, DEFAULT_STRETCH_COMPLIANCE),
+    )
     joints = {k: np.concatenate((v, new[k])) for k, v in joints.items()}
     cat = np.concatenate
     leaf_model = RodModel.from_arrays(
-        cat((model.positions, stem + 0.5 * length[:, None] * z)), cat((model.orientations, q)),
-        cat((model.lengths, length)), cat((model.radii, np.stack((a, np.full(count, b)), axis=1))),
-        cat((model.densities, np.full(count, float(density)))), pinned=cat((model.pinned, np.zeros(count, bool))),
-        leaf=cat((model.leaf, np.ones(count, bool))), **joints)
+        cat((model.positions, stem + 0.5 * length[:, None] * z)),
+        cat((model.orientations, q)),
+        cat((model.lengths, length)),
+        cat((model.radii, np.stack((a, np.full(count, b)), axis=1))),
+        cat((model.densities, np.full(count, float(density)))),
+        pinned=cat((model.pinned, np.zeros(count, bool))),
+        leaf=cat((model.leaf, np.ones(count, bool))),
+        **joints,
+    )
     return leaf_model, leaves

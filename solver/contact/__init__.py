@@ -5,10 +5,21 @@ in every step; it is assembled from candidate detection (``candidates``), the ro
 the responses (``response``: Gauss–Seidel, through the tree's factorisation, or one sparse direct solve of
 joints and contacts, ``contact_kkt``) and post-stabilisation (``post_stabilise``).
 """
+
 from .colliders import Box, Capsule, Collider, Mesh, Plane, Sphere
 from .contact_kkt import solve_joints_and_contacts
 from .contacts import Contacts
 from .sdf import SignedDistanceGrid, mesh_signed_distance_grid
 
-__all__ = ["Contacts", "Collider", "Plane", "Sphere", "Capsule", "Box", "Mesh", "SignedDistanceGrid",
-           "mesh_signed_distance_grid", "solve_joints_and_contacts"]
+__all__ = [
+    "Contacts",
+    "Collider",
+    "Plane",
+    "Sphere",
+    "Capsule",
+    "Box",
+    "Mesh",
+    "SignedDistanceGrid",
+    "mesh_signed_distance_grid",
+    "solve_joints_and_contacts",
+]

@@ -7,6 +7,7 @@ the permanent candidate pairs (``self_pairs``). Detection runs once per step on 
 of the step: a cKDTree broad phase on capsule centres or joint points, then the exact closest points of
 two axes, of an axis and a collider's edge, or of an axis point and a collider's surface.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +48,9 @@ class ContactCandidates:
         succ, pred = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
         half_p, half_c = 0.5 * m.lengths[m.joint_parent], 0.5 * m.lengths[m.joint_child]
         tol = 1e-9 * np.maximum(half_p, half_c)
-        at_end = (np.abs(m.joint_point_parent[:, 2] - half_p) < tol) & (np.abs(m.joint_point_child[:, 2] + half_c) < tol)
+        at_end = (np.abs(m.joint_point_parent[:, 2] - half_p) < tol) & (
+            np.abs(m.joint_point_child[:, 2] + half_c) < tol
+        )
         at_end &= np.all(np.abs(m.joint_point_parent[:, :2]) < tol[:, None], axis=1)
         at_end &= np.all(np.abs(m.joint_point_child[:, :2]) < tol[:, None], axis=1)
         member = np.zeros(n, bool)
@@ -57,7 +60,7 @@ class ContactCandidates:
         pred[m.joint_child[at_end]] = m.joint_parent[at_end]
         segs = self._self_segments
         hi_own = segs[succ[segs] < 0]
-        self._v_seg = np.concatenate((segs, hi_own))                       # owner segment of each vertex
+        self._v_seg = np.concatenate((segs, hi_own))  # owner segment of each vertex
         self._v_z = np.concatenate((-0.5 * m.lengths[segs], 0.5 * m.lengths[hi_own]))
         self._v_other = np.concatenate((np.where(pred[segs] >= 0, pred[segs], segs), hi_own))
         self._vid_lo = np.full(n, -1, np.int64)
@@ -82,7 +85,9 @@ class ContactCandidates:
             raise ValueError("self_pairs needs self_contacts='points' (its rows are joint point against axis)")
         bad = np.flatnonzero((pairs < 0).any(axis=1) | (pairs >= n).any(axis=1) | (pairs[:, 0] == pairs[:, 1]))
         if bad.size:
-            raise ValueError(f"self_pairs[{bad[0]}] = {pairs[bad[0]].tolist()} is not a pair of two segments of 0..{n - 1}")
+            raise ValueError(
+                f"self_pairs[{bad[0]}] = {pairs[bad[0]].tolist()} is not a pair of two segments of 0..{n - 1}"
+            )
         member = np.zeros(n, bool)
         member[self._self_segments] = True
         bad = np.flatnonzero(~member[pairs].all(axis=1))
@@ -111,14 +116,16 @@ class ContactCandidates:
         m, n = self.model, self.model.n_segments
         a_end, b_end = self._segment_ends(x, q)
         move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * m.lengths * np.linalg.norm(
-            quat.body_rotation_vector(q, q_pred), axis=1)
+            quat.body_rotation_vector(q, q_pred), axis=1
+        )
         base = 0.5 * self.radius if self.margin is None else np.full(n, self.margin)
         reach = self.radius + base + 2.0 * move
         rmax = reach[segs].max()
         vs, vz = self._v_seg, self._v_z
         vp = np.where((vz < 0)[:, None], a_end[vs], b_end[vs])
-        found = cKDTree(vp).sparse_distance_matrix(cKDTree(x[segs]), 0.5 * m.lengths[segs].max() + 2.0 * rmax,
-                                                   output_type="ndarray")
+        found = cKDTree(vp).sparse_distance_matrix(
+            cKDTree(x[segs]), 0.5 * m.lengths[segs].max() + 2.0 * rmax, output_type="ndarray"
+        )
         v, b = found["i"].astype(np.int64), segs[found["j"]]
         perm = np.zeros(v.size, bool)
         if self._perm_v.size:
@@ -150,10 +157,21 @@ class ContactCandidates:
         rest = self.radius[vs[v]] + self.radius[b]
         zv = vz[v]
         zb = (t - 0.5) * m.lengths[b]
-        rel = np.linalg.norm(self._material_shift(vs[v], zv, x, q, x_pred, q_pred)
-                             - self._material_shift(b, zb, x, q, x_pred, q_pred), axis=1)
+        rel = np.linalg.norm(
+            self._material_shift(vs[v], zv, x, q, x_pred, q_pred) - self._material_shift(b, zb, x, q, x_pred, q_pred),
+            axis=1,
+        )
         close = (dist - rest < 0.5 * (base[vs[v]] + base[b]) + rel) | perm
-        v, b, t, lb, d, dist, rest, zb = v[close], b[close], t[close], lb[close], d[close], dist[close], rest[close], zb[close]
+        v, b, t, lb, d, dist, rest, zb = (
+            v[close],
+            b[close],
+            t[close],
+            lb[close],
+            d[close],
+            dist[close],
+            rest[close],
+            zb[close],
+        )
         # Within a tenth of a radius of a joint point of b the contact is that joint point's: one
         # vertex–vertex row, found once whichever side generated it ...
         snap = 0.1 * self.radius[b]
@@ -184,15 +202,28 @@ class ContactCandidates:
         dn = d / np.maximum(dist, 1e-300)[:, None]
         ok = self._cone_excess(q, seg_i, zi, dn) < 0.5
         ok &= ~vv | (self._cone_excess(q, seg_j, zj, -dn) < 0.5)
-        seg_i, seg_j, zi, zj, d, dist, rest, mode = seg_i[ok], seg_j[ok], zi[ok], zj[ok], d[ok], dist[ok], rest[ok], mode[ok]
+        seg_i, seg_j, zi, zj, d, dist, rest, mode = (
+            seg_i[ok],
+            seg_j[ok],
+            zi[ok],
+            zj[ok],
+            d[ok],
+            dist[ok],
+            rest[ok],
+            mode[ok],
+        )
         # Crossing segments whose closest points are both inside (away from joint points by a tenth of a
         # radius) and not near-parallel (there the joint points' rows carry the contact).
         pairs = self._self_pairs(x, q, base + move)
         if pairs is not None and pairs[0].size:
             i2, j2, s2, t2, d2, dist2, rest2, _, _ = pairs
             li, lj = m.lengths[i2], m.lengths[j2]
-            inside = (s2 * li > 0.1 * self.radius[i2]) & ((1 - s2) * li > 0.1 * self.radius[i2]) & \
-                     (t2 * lj > 0.1 * self.radius[j2]) & ((1 - t2) * lj > 0.1 * self.radius[j2])
+            inside = (
+                (s2 * li > 0.1 * self.radius[i2])
+                & ((1 - s2) * li > 0.1 * self.radius[i2])
+                & (t2 * lj > 0.1 * self.radius[j2])
+                & ((1 - t2) * lj > 0.1 * self.radius[j2])
+            )
             ui, uj = (b_end[i2] - a_end[i2]) / li[:, None], (b_end[j2] - a_end[j2]) / lj[:, None]
             inside &= np.linalg.norm(np.cross(ui, uj), axis=1) > 0.2
             inside &= dist2 - rest2 < 0.5 * (base[i2] + base[j2]) + move[i2] + move[j2]
@@ -304,8 +335,10 @@ class ContactCandidates:
             ends0 = np.stack((e0[0][edge], e0[1][edge]), axis=1)
             faces = np.stack((e1[2][edge], e1[3][edge]), axis=1)
             mu = self.friction if col.friction is None else col.friction
-            out.append((seg, (s - 0.5) * self.model.lengths[seg], pe, normal, ends1, ends0, faces,
-                        np.full(seg.size, mu)) + ((height - self.radius[seg],) if with_gap else ()))
+            out.append(
+                (seg, (s - 0.5) * self.model.lengths[seg], pe, normal, ends1, ends0, faces, np.full(seg.size, mu))
+                + ((height - self.radius[seg],) if with_gap else ())
+            )
         if not out:
             return None
         return [np.concatenate(parts) for parts in zip(*out)]

@@ -7,6 +7,7 @@ identity, static) or a callable ``pose(t) -> (translation (3,) [m], orientation 
 the end of the step). ``friction`` is the Coulomb coefficient μ of contacts with this collider
 (``None``: the contact set's default).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -31,10 +32,15 @@ def closest_points_on_segments(p1, q1, p2, q2):
     tiny = 1e-300
     denom = a * e - b * b
     # Parallel segments (denom ≈ 0): any s works; take s = 0 and let the clamping below fix t.
-    s = np.where(denom > 1e-12 * np.maximum(a * e, tiny), np.clip((b * f - c * e) / np.maximum(denom, tiny), 0.0, 1.0), 0.0)
+    s = np.where(
+        denom > 1e-12 * np.maximum(a * e, tiny), np.clip((b * f - c * e) / np.maximum(denom, tiny), 0.0, 1.0), 0.0
+    )
     t = (b * s + f) / np.maximum(e, tiny)
-    s = np.where(t < 0.0, np.clip(-c / np.maximum(a, tiny), 0.0, 1.0),
-                 np.where(t > 1.0, np.clip((b - c) / np.maximum(a, tiny), 0.0, 1.0), s))
+    s = np.where(
+        t < 0.0,
+        np.clip(-c / np.maximum(a, tiny), 0.0, 1.0),
+        np.where(t > 1.0, np.clip((b - c) / np.maximum(a, tiny), 0.0, 1.0), s),
+    )
     t = np.clip(t, 0.0, 1.0)
     return s, t
 
@@ -63,7 +69,7 @@ def _positive(name: str, value) -> float:
 class Collider:
     """Base class: pose handling, world ↔ local transforms, and the closest point of a segment."""
 
-    bounds_local: tuple | None = None   # (lo, hi) AABB in the collider frame [m]; None: unbounded
+    bounds_local: tuple | None = None  # (lo, hi) AABB in the collider frame [m]; None: unbounded
 
     def __init__(self, pose: Pose | None = None, friction: float | None = None):
         if pose is not None and not callable(pose):
@@ -132,7 +138,7 @@ class Collider:
 
         x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
         f1, f2 = f(x1), f(x2)
-        for _ in range(24):          # interval shrinks by 0.618²⁴ ≈ 1e-5
+        for _ in range(24):  # interval shrinks by 0.618²⁴ ≈ 1e-5
             left = f1 < f2
             hi = np.where(left, x2, hi)
             lo = np.where(left, lo, x1)
@@ -213,8 +219,15 @@ class Capsule(Collider):
 class Box(Collider):
     """Oriented box with ``half_extents`` [m] about ``center`` [m], rotated by ``orientation`` (collider frame)."""
 
-    def __init__(self, center=(0.0, 0.0, 0.0), half_extents=(0.5, 0.5, 0.5), orientation=(1.0, 0.0, 0.0, 0.0), *,
-                 pose=None, friction=None):
+    def __init__(
+        self,
+        center=(0.0, 0.0, 0.0),
+        half_extents=(0.5, 0.5, 0.5),
+        orientation=(1.0, 0.0, 0.0, 0.0),
+        *,
+        pose=None,
+        friction=None,
+    ):
         super().__init__(pose, friction)
         self.center = _vector3("center", center)
         self.half_extents = _vector3("half_extents", half_extents)
@@ -238,8 +251,12 @@ class Box(Collider):
                 ends.append((i, i | bit))
                 faces.append([np.where(i & bits[k], 1.0, -1.0) * np.eye(3)[k] for k in range(3) if k != axis])
         ends, faces = np.array(ends), np.array(faces)
-        self._edge_local = (w[ends[:, 0]], w[ends[:, 1]],
-                            quat.rotate(self.orientation, faces[:, 0]), quat.rotate(self.orientation, faces[:, 1]))
+        self._edge_local = (
+            w[ends[:, 0]],
+            w[ends[:, 1]],
+            quat.rotate(self.orientation, faces[:, 0]),
+            quat.rotate(self.orientation, faces[:, 1]),
+        )
 
     def edges(self, t):
         tr, q = self.transform(t)
@@ -268,9 +285,13 @@ class Mesh(Collider):
 
     def __init__(self, vertices, faces, cell_size: float, *, padding: int = 3, pose=None, friction=None):
         super().__init__(pose, friction)
-        self.grid: SignedDistanceGrid = mesh_signed_distance_grid(vertices, faces, _positive("cell_size", cell_size),
-                                                                   padding=padding)
-        self.bounds_local = (self.grid.origin, self.grid.origin + self.grid.cell_size * (np.array(self.grid.phi.shape) - 1))
+        self.grid: SignedDistanceGrid = mesh_signed_distance_grid(
+            vertices, faces, _positive("cell_size", cell_size), padding=padding
+        )
+        self.bounds_local = (
+            self.grid.origin,
+            self.grid.origin + self.grid.cell_size * (np.array(self.grid.phi.shape) - 1),
+        )
 
     def local_distance(self, p):
         return self.grid.evaluate(p)

@@ -24,6 +24,7 @@ Units: positions [m], body rotation vectors [rad], λ [N·s²], α̃ = α/Δt² 
 [1/(N·m)] (bend/twist) for joints, [m/N] for contacts and friction rows (sticking rows of a stack of
 coils welded to each other and to the joints are nearly redundant: α ~ 1e-4 m/N keeps LU accurate).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,10 +88,27 @@ class FrictionRows:
     sliding: np.ndarray
 
 
-def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, joint_alpha, inv_mass,
-                              free_a, free_b, grad_a, grad_b, contact_rhs, contact_alpha, lam_contact,
-                              touch=0.0, rounds: int = 8, friction: FrictionRows | None = None, enter_depth=0.0,
-                              stats: dict | None = None, grow_rounds: int = 0):
+def solve_joints_and_contacts(
+    joint_rows: JointRows,
+    jac_a,
+    jac_b,
+    joint_rhs,
+    joint_alpha,
+    inv_mass,
+    free_a,
+    free_b,
+    grad_a,
+    grad_b,
+    contact_rhs,
+    contact_alpha,
+    lam_contact,
+    touch=0.0,
+    rounds: int = 8,
+    friction: FrictionRows | None = None,
+    enter_depth=0.0,
+    stats: dict | None = None,
+    grow_rounds: int = 0,
+):
     """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
 
     ``joint_rhs`` (m, 6) = C + α̃λ of the joints, ``joint_alpha`` (m, 6) α̃; ``inv_mass`` (n_free, 6) M⁻¹;
@@ -125,11 +143,17 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     fr = friction is not None and friction.mu.size > 0 and bool(np.any(friction.mu > 0.0))
     if fr:
         for c in range(2):
-            blocks.append(contact_entries(6 * m + (1 + c) * k, free_a, free_b, friction.grad_a[:, c], friction.grad_b[:, c]))
+            blocks.append(
+                contact_entries(6 * m + (1 + c) * k, free_a, free_b, friction.grad_a[:, c], friction.grad_b[:, c])
+            )
     n_rows = 6 * m + (3 if fr else 1) * k
-    jac = csr_matrix((np.concatenate([b[2] for b in blocks]),
-                      (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))),
-                     shape=(n_rows, n_cols))
+    jac = csr_matrix(
+        (
+            np.concatenate([b[2] for b in blocks]),
+            (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])),
+        ),
+        shape=(n_rows, n_cols),
+    )
     minv = inv_mass.reshape(-1)
     alpha = [joint_alpha.reshape(-1), contact_alpha]
     lam = [np.zeros(6 * m), lam_contact]
@@ -144,7 +168,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     # S = J M⁻¹ Jᵀ + α̃ for all rows once; a round only swaps rows (structure fixed for the call)
     s_full = (jac.multiply(minv[None, :]) @ jac.T + diags(alpha)).tocsr()
     n_rows_c = np.arange(6 * m, 6 * m + k)
-    c_now = contact_rhs - contact_alpha * lam_contact                  # C of the normal rows
+    c_now = contact_rhs - contact_alpha * lam_contact  # C of the normal rows
     active = (contact_rhs < touch) | (lam_contact > 0.0)
     sliding = friction.sliding if fr else None
     if fr:
@@ -152,10 +176,10 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
     flipped = np.zeros((k, 2), bool)
     unloaded = np.zeros(k, bool)
     cap = max(int(rounds), 1)
-    checked = 0                                 # rounds in which sticking rows were checked against the box
+    checked = 0  # rounds in which sticking rows were checked against the box
     for used in range(1, cap + max(int(grow_rounds), 0) + 1):
         growing = used > cap
-        keep = np.ones(n_rows, bool)            # rows of Eq. 22 (kinematic)
+        keep = np.ones(n_rows, bool)  # rows of Eq. 22 (kinematic)
         keep[n_rows_c[~active]] = False
         b = rhs.copy()
         b[n_rows_c[~active]] = -lam_contact[~active]
@@ -176,12 +200,12 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         a = (diags(keep.astype(float)) @ s_full + repl).tocsc()
         dl = splu(a, permc_spec="COLAMD").solve(b)
         dx = (jac.T @ dl) * minv
-        dl_n = dl[6 * m:6 * m + k]
+        dl_n = dl[6 * m : 6 * m + k]
         lam_n = lam_contact + dl_n
         # tolerances against cycling: a row enters when it would sink deeper than ``enter_depth``, leaves
         # when it pulls by more than a 1e-6 share of the largest push
         leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300)) & (not growing)
-        entering = ~active & (c_now + jac[6 * m:6 * m + k] @ dx < -enter_depth)
+        entering = ~active & (c_now + jac[6 * m : 6 * m + k] @ dx < -enter_depth)
         changed = bool(leaving.any() or entering.any())
         # Rows start sliding only in a round where the normal active set has settled for the current ones:
         # changing both at once cycles in a stack of coils until the round cap (docs/notes/contacts.md).
@@ -192,7 +216,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
         if fr:
             checked += settled
             c_t = friction.rhs - friction.alpha * friction.lam
-            slip = c_t + np.stack([jac[6 * m + (1 + c) * k:6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
+            slip = c_t + np.stack([jac[6 * m + (1 + c) * k : 6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
             # Each row changes state at most once per call (stick ↔ slide chatters in a stack otherwise);
             # rows of contacts that leave are decided again when they are back.
             staying = (active & ~leaving)[:, None] & ~flipped
@@ -201,7 +225,7 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
             to_slide = np.zeros_like(to_stick)
             if settled:
                 # static friction beyond the box: slide, with the impulse on the box in its own direction
-                lam_t = friction.lam + np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1)
+                lam_t = friction.lam + np.stack((dl[6 * m + k : 6 * m + 2 * k], dl[6 * m + 2 * k :]), axis=1)
                 bound = friction.mu[:, None] * np.maximum(lam_n, 0.0)[:, None]
                 to_slide = staying & (sliding == 0) & (np.abs(lam_t) > bound * (1.0 + 1e-9) + 1e-300)
                 sliding[:] = np.where(to_slide, np.sign(lam_t), sliding)
@@ -218,11 +242,11 @@ def solve_joints_and_contacts(joint_rows: JointRows, jac_a, jac_b, joint_rhs, jo
             changed |= bool(newly.any())
         if not changed:
             break
-        active = (active & ~leaving) | entering     # primal–dual active set: both changes at once
+        active = (active & ~leaving) | entering  # primal–dual active set: both changes at once
         if fr:
             sliding[~active] = 0
     if stats is not None:
         stats.update(rounds=used, converged=not changed, grown=used > cap, friction_checked=checked if fr else None)
     # Rows still pulling after the last round are dropped (λ ≥ 0); their share of Δx stays (first order).
-    dl_t = np.stack((dl[6 * m + k:6 * m + 2 * k], dl[6 * m + 2 * k:]), axis=1) if fr else np.zeros((k, 2))
-    return dx.reshape(-1, 6), dl[:6 * m].reshape(m, 6), dl[6 * m:6 * m + k], dl_t
+    dl_t = np.stack((dl[6 * m + k : 6 * m + 2 * k], dl[6 * m + 2 * k :]), axis=1) if fr else np.zeros((k, 2))
+    return dx.reshape(-1, 6), dl[: 6 * m].reshape(m, 6), dl[6 * m : 6 * m + k], dl_t

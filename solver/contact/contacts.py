@@ -33,6 +33,7 @@ This module holds the parameters and the step hooks (``begin_step``, ``project``
 the colouring; :class:`Contacts` takes detection, row geometry, the responses and post-stabilisation
 from its bases in ``candidates``, ``rows``, ``response`` and ``post_stabilise``.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -100,14 +101,32 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
     ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
     """
 
-    def __init__(self, model, colliders: Sequence[Collider] = (), *, friction: float = 0.0,
-                 self_collision=False, self_friction: float | None = None, margin: float | None = None,
-                 exclude_hops: int | None = None, compliance: float = 0.0, sweeps: int = 1,
-                 max_colours: int = 32, pre_sweeps: int = 0, response: str = "local",
-                 self_contacts: str = "pairs", direct_compliance: float = 1e-7,
-                 friction_compliance: float = 1e-7, direct_rounds: int = 8, self_pairs=None,
-                 direct_grow_rounds: int = 0, collider_compliance: float | None = None, post_stabilise: bool = False,
-                 direct_max_move: float | None = None, post_velocity: bool = False):
+    def __init__(
+        self,
+        model,
+        colliders: Sequence[Collider] = (),
+        *,
+        friction: float = 0.0,
+        self_collision=False,
+        self_friction: float | None = None,
+        margin: float | None = None,
+        exclude_hops: int | None = None,
+        compliance: float = 0.0,
+        sweeps: int = 1,
+        max_colours: int = 32,
+        pre_sweeps: int = 0,
+        response: str = "local",
+        self_contacts: str = "pairs",
+        direct_compliance: float = 1e-7,
+        friction_compliance: float = 1e-7,
+        direct_rounds: int = 8,
+        self_pairs=None,
+        direct_grow_rounds: int = 0,
+        collider_compliance: float | None = None,
+        post_stabilise: bool = False,
+        direct_max_move: float | None = None,
+        post_velocity: bool = False,
+    ):
         self.model = model
         self.colliders = list(colliders)
         for i, c in enumerate(self.colliders):
@@ -120,8 +139,13 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
             raise ValueError(f"margin must be finite and ≥ 0 m, got {margin}")
         if not (np.isfinite(compliance) and compliance >= 0.0):
             raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
-        for name, value, low in (("sweeps", sweeps, 1), ("max_colours", max_colours, 1), ("pre_sweeps", pre_sweeps, 0),
-                                 ("direct_rounds", direct_rounds, 1), ("direct_grow_rounds", direct_grow_rounds, 0)):
+        for name, value, low in (
+            ("sweeps", sweeps, 1),
+            ("max_colours", max_colours, 1),
+            ("pre_sweeps", pre_sweeps, 0),
+            ("direct_rounds", direct_rounds, 1),
+            ("direct_grow_rounds", direct_grow_rounds, 0),
+        ):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
         self.max_colours = int(max_colours)
@@ -132,8 +156,11 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
             raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self_contacts!r}")
         if collider_compliance is None:
             collider_compliance = direct_compliance
-        for name, value in (("direct_compliance", direct_compliance), ("friction_compliance", friction_compliance),
-                            ("collider_compliance", collider_compliance)):
+        for name, value in (
+            ("direct_compliance", direct_compliance),
+            ("friction_compliance", friction_compliance),
+            ("collider_compliance", collider_compliance),
+        ):
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
         self.response = response
@@ -141,20 +168,20 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
         self.friction_compliance = float(friction_compliance)
-        self.direct_touch = 0.05           # rows closer than this fraction of R start active in the direct solve
-        self.direct_enter = 0.005          # ... and enter it when the step takes them deeper than this fraction
+        self.direct_touch = 0.05  # rows closer than this fraction of R start active in the direct solve
+        self.direct_enter = 0.005  # ... and enter it when the step takes them deeper than this fraction
         self.direct_rounds = int(direct_rounds)
         self.post_stabilise = bool(post_stabilise)
         self.post_velocity = bool(post_velocity)
         if direct_max_move is not None and not (np.isfinite(direct_max_move) and direct_max_move > 0.0):
             raise ValueError(f"direct_max_move must be finite and > 0 m, got {direct_max_move}")
         self.direct_max_move = None if direct_max_move is None else float(direct_max_move)
-        self.damped_solves = 0             # direct solves scaled down to direct_max_move
-        self.post_tolerance = 0.02         # overlaps deeper than this fraction of the radius are post-stabilised
-        self.post_overlap = 0.0            # [m] the deepest overlap before post-stabilisation, last step
+        self.damped_solves = 0  # direct solves scaled down to direct_max_move
+        self.post_tolerance = 0.02  # overlaps deeper than this fraction of the radius are post-stabilised
+        self.post_overlap = 0.0  # [m] the deepest overlap before post-stabilisation, last step
         self.direct_grow_rounds = int(direct_grow_rounds)
-        self.solve_log: list[tuple[int, bool]] = []     # (active-set rounds, converged) per direct solve
-        self.friction_log: list[int] = []    # per direct solve with friction rows: rounds that checked the box
+        self.solve_log: list[tuple[int, bool]] = []  # (active-set rounds, converged) per direct solve
+        self.friction_log: list[int] = []  # per direct solve with friction rows: rounds that checked the box
         self._joint_rows = None
         self._joint_rows_model = None
         self.friction = float(friction)
@@ -207,7 +234,7 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         """
         x_pred, q_pred = sim.positions, sim.orientations
         x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
-        self._start = (x, q)                # the step's start pose (the Simulator saves a fresh copy per step)
+        self._start = (x, q)  # the step's start pose (the Simulator saves a fresh copy per step)
         t0, t1 = sim.time, sim.time + sim.dt
         turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
         move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
@@ -272,19 +299,34 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         m = self.model
         sa, sb = self.sa[idx], self.sb[idx]
         env = sb < 0
-        sbs = np.where(env, sa, sb)                 # a collider contact's b side: a massless stand-in
+        sbs = np.where(env, sa, sb)  # a collider contact's b side: a massless stand-in
         body_b = (~env).astype(float)
         edge = np.flatnonzero(self.mode[idx] == EDGE)
-        b = dict(idx=idx, sa=sa, sb=sbs, env=env, all_env=bool(np.all(env)), share=self._share[idx],
-                 slide_b=(self.mode[idx] == SLIDE_B) | (direct & (self.mode[idx] == FIXED) & ~env),
-                 slide_both=self.mode[idx] == SLIDE_BOTH,
-                 edge=edge, ends1=self._edge_ends[0][idx[edge]], ends0=self._edge_ends[1][idx[edge]],
-                 faces=self._edge_ends[2][idx[edge]],
-                 inv_m_a=self._inv_mass[sa], inv_i_a=self._inv_inertia[sa],
-                 inv_m_b=self._inv_mass[sbs] * body_b, inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
-                 half_a=0.5 * m.lengths[sa], half_b=0.5 * m.lengths[sbs],
-                 x0_a=x[sa], r0_a=quat.to_matrix(q[sa]), x0_b=x[sbs], r0_b=quat.to_matrix(q[sbs]),
-                 anchor_b=anchor_b[idx])
+        b = dict(
+            idx=idx,
+            sa=sa,
+            sb=sbs,
+            env=env,
+            all_env=bool(np.all(env)),
+            share=self._share[idx],
+            slide_b=(self.mode[idx] == SLIDE_B) | (direct & (self.mode[idx] == FIXED) & ~env),
+            slide_both=self.mode[idx] == SLIDE_BOTH,
+            edge=edge,
+            ends1=self._edge_ends[0][idx[edge]],
+            ends0=self._edge_ends[1][idx[edge]],
+            faces=self._edge_ends[2][idx[edge]],
+            inv_m_a=self._inv_mass[sa],
+            inv_i_a=self._inv_inertia[sa],
+            inv_m_b=self._inv_mass[sbs] * body_b,
+            inv_i_b=self._inv_inertia[sbs] * body_b[:, None],
+            half_a=0.5 * m.lengths[sa],
+            half_b=0.5 * m.lengths[sbs],
+            x0_a=x[sa],
+            r0_a=quat.to_matrix(q[sa]),
+            x0_b=x[sbs],
+            r0_b=quat.to_matrix(q[sbs]),
+            anchor_b=anchor_b[idx],
+        )
         for side, seg in (("a", sa), ("b", sbs[~env])):
             useg, inv = np.unique(seg, return_inverse=True)
             b["merge_" + side] = (useg, inv) if useg.size != seg.size else None
@@ -313,7 +355,7 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
             return []
         n = self.model.n_segments
         free = ~self.model.pinned
-        a = np.where(free[sa], sa, n)                   # pinned sides and colliders never conflict
+        a = np.where(free[sa], sa, n)  # pinned sides and colliders never conflict
         b = np.where((sb >= 0) & free[np.maximum(sb, 0)], sb, n)
         prio = np.random.default_rng(self._rng_seed).permutation(k)
         left = np.arange(k)
@@ -351,7 +393,7 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         """Current ``C`` [m] of this step's contacts (negative: penetration)."""
         out = np.zeros(self.n_contacts)
         # the direct solve moves rows over joints in its own batch (``_follow_over_joints``)
-        for b in ([self._all] if self.response == "direct" and self.n_contacts else self._batches):
+        for b in [self._all] if self.response == "direct" and self.n_contacts else self._batches:
             _, _, za, zb, pa, pb = self._points(sim, b)
             out[b["idx"]] = np.einsum("ij,ij->i", self._normals(sim, b, za, zb, pa, pb), pa - pb) - self.rest[b["idx"]]
         return out

@@ -2,6 +2,7 @@
 positions only, after the step has taken its velocities, by one joint-and-contact direct solve; with
 ``post_velocity`` the closed rows also lose their relative velocity into each other.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +50,7 @@ class PostStabilisation:
         radii; ``post_overlap`` [m] records the deepest overlap found."""
         if sim.solver != "kkt" or sim.model.n_joints == 0:
             return
-        load = np.zeros(self.model.n_segments)                  # [N] per segment, this step's contacts
+        load = np.zeros(self.model.n_segments)  # [N] per segment, this step's contacts
         if self.n_contacts:
             force = self.normal_impulse / (sim.dt * sim.dt)
             np.maximum.at(load, self.sa, force)
@@ -64,11 +65,15 @@ class PostStabilisation:
             if first:
                 self.post_overlap = float(max(0.0, -c.min()))
             env, other = sb < 0, np.maximum(sb, 0)
-            compliance = np.where(env, self.collider_compliance, self.direct_compliance) if self.response == "direct" \
+            compliance = (
+                np.where(env, self.collider_compliance, self.direct_compliance)
+                if self.response == "direct"
                 else np.full(c.size, self.compliance)
+            )
             scale = np.where(env, self.radius[sa], 0.5 * (self.radius[sa] + self.radius[other]))
-            sink = np.minimum(compliance * np.maximum(load[sa], np.where(env, 0.0, load[other])),
-                              self.post_tolerance * scale)
+            sink = np.minimum(
+                compliance * np.maximum(load[sa], np.where(env, 0.0, load[other])), self.post_tolerance * scale
+            )
             if np.all(c + sink >= -self.post_tolerance * scale):
                 return
             self._post_solve(sim, sa, za, sb, zb, n, c + sink)
@@ -85,9 +90,23 @@ class PostStabilisation:
         jp, jc, _, _ = sim._joint_eval.jacobians()
         alpha = np.full(c.size, self.direct_compliance / (sim.dt * sim.dt))
         dx, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim), jp, jc, np.zeros((sim.model.n_joints, 6)), sim.alpha_tilde, 1.0 / sim._mass_diag_free,
-            fa, fb, ga, gb, c, alpha, np.zeros(c.size), touch=0.0, rounds=self.direct_rounds,
-            grow_rounds=self.direct_grow_rounds)
+            self._joint_rows_of(sim),
+            jp,
+            jc,
+            np.zeros((sim.model.n_joints, 6)),
+            sim.alpha_tilde,
+            1.0 / sim._mass_diag_free,
+            fa,
+            fb,
+            ga,
+            gb,
+            c,
+            alpha,
+            np.zeros(c.size),
+            touch=0.0,
+            rounds=self.direct_rounds,
+            grow_rounds=self.direct_grow_rounds,
+        )
         f = sim.free_index
         sim.positions[f] += dx[:, :3]
         sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
@@ -103,15 +122,29 @@ class PostStabilisation:
         if not np.any(closing):
             return
         f = sim.free_index
-        vel = np.concatenate((sim.velocities[f], sim.angular_velocities[f]), axis=1)   # [m/s, rad/s body]
+        vel = np.concatenate((sim.velocities[f], sim.angular_velocities[f]), axis=1)  # [m/s, rad/s body]
         fa, fb, ga, gb = fa[closing], fb[closing], ga[closing], gb[closing]
-        jv = _rows_times(fa, fb, ga, gb, vel)                   # [m/s] relative normal velocity, + apart
+        jv = _rows_times(fa, fb, ga, gb, vel)  # [m/s] relative normal velocity, + apart
         if not np.any(jv < 0.0):
             return
         # velocity-level rows: compliance α/Δt (impulses in N·s), the joints' relative velocity held
         dv, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim), jp, jc, np.zeros((sim.model.n_joints, 6)), sim.alpha_tilde * sim.dt,
-            1.0 / sim._mass_diag_free, fa, fb, ga, gb, jv, np.full(fa.size, self.direct_compliance / sim.dt),
-            np.zeros(fa.size), touch=0.0, rounds=self.direct_rounds, grow_rounds=self.direct_grow_rounds)
+            self._joint_rows_of(sim),
+            jp,
+            jc,
+            np.zeros((sim.model.n_joints, 6)),
+            sim.alpha_tilde * sim.dt,
+            1.0 / sim._mass_diag_free,
+            fa,
+            fb,
+            ga,
+            gb,
+            jv,
+            np.full(fa.size, self.direct_compliance / sim.dt),
+            np.zeros(fa.size),
+            touch=0.0,
+            rounds=self.direct_rounds,
+            grow_rounds=self.direct_grow_rounds,
+        )
         sim.velocities[f] += dv[:, :3]
         sim.angular_velocities[f] += dv[:, 3:]

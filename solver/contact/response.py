@@ -2,6 +2,7 @@
 friction), all normal rows through the tree's KKT factorisation, or joints, contact normals and friction
 rows in one sparse direct solve (:mod:`solver.contact.contact_kkt`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,9 @@ class ContactResponse:
         lam = self.normal_impulse[idx]
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest[idx]
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
-        w_n = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
-            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        w_n = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
+            b["inv_m_b"], b["inv_i_b"], zb, nb_body
+        )
         # Eq. 21 for one scalar row, then the unilateral projection λ ≥ 0.
         dlam = -(c + at * lam) / np.maximum(w_n + at, 1e-300)
         lam_new = np.maximum(lam + dlam, 0.0)
@@ -37,8 +39,9 @@ class ContactResponse:
         rel = (pa - start_a) - (pb - start_b)
         tang = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
         t_dir = tang / np.maximum(np.sqrt(np.einsum("ij,ij->i", tang, tang)), 1e-300)[:, None]
-        w_t = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, np.einsum("kji,kj->ki", rot_a, t_dir)) + \
-            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, np.einsum("kji,kj->ki", rot_b, t_dir))
+        w_t = self._inverse_mass(
+            b["inv_m_a"], b["inv_i_a"], za, np.einsum("kji,kj->ki", rot_a, t_dir)
+        ) + self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, np.einsum("kji,kj->ki", rot_b, t_dir))
         lt_old = self.tangent_impulse[idx]
         lt = lt_old - tang / np.maximum(w_t, 1e-300)[:, None]
         lt_len = np.sqrt(np.einsum("ij,ij->i", lt, lt))
@@ -52,8 +55,16 @@ class ContactResponse:
         self._apply(sim, b["sa"], rot_a, b["inv_m_a"], b["inv_i_a"], za, impulse, b["merge_a"])
         if not b["all_env"]:
             body = ~b["env"]
-            self._apply(sim, b["sb"][body], rot_b[body], b["inv_m_b"][body], b["inv_i_b"][body], zb[body],
-                        -impulse[body], b["merge_b"])
+            self._apply(
+                sim,
+                b["sb"][body],
+                rot_b[body],
+                b["inv_m_b"][body],
+                b["inv_i_b"][body],
+                zb[body],
+                -impulse[body],
+                b["merge_b"],
+            )
         return float(res.max()) if res.size else 0.0
 
     def _project_through_tree(self, sim) -> None:
@@ -73,8 +84,9 @@ class ContactResponse:
         lam = self.normal_impulse
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
-        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + \
-            self._inverse_mass(b["inv_m_b"], b["inv_i_b"], zb, nb_body)
+        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
+            b["inv_m_b"], b["inv_i_b"], zb, nb_body
+        )
         dlam = np.maximum(lam - (c + at * lam) / np.maximum(w + at, 1e-300), 0.0) - lam
         fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
         zero_joint = np.zeros_like(sim.lam)
@@ -88,9 +100,12 @@ class ContactResponse:
             return x, l_joint, _rows_times(fa, fb, ga, gb, x)
 
         _, _, dc = respond(dlam)
-        wanted = w * dlam                       # the gap change the local step asked for
-        scale = np.where(np.abs(dc) > 1e-12 * np.maximum(np.abs(wanted), 1e-300),
-                         np.clip(wanted / np.where(dc == 0.0, 1.0, dc), 0.0, 1e3), 1.0)
+        wanted = w * dlam  # the gap change the local step asked for
+        scale = np.where(
+            np.abs(dc) > 1e-12 * np.maximum(np.abs(wanted), 1e-300),
+            np.clip(wanted / np.where(dc == 0.0, 1.0, dc), 0.0, 1e3),
+            1.0,
+        )
         dlam = np.maximum(dlam * scale, -lam)
         x, l_joint, _ = respond(dlam)
         self.normal_impulse = lam + dlam
@@ -135,15 +150,32 @@ class ContactResponse:
         self._first_solve = False
         stats = {}
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
-            joint_rows, jp, jc, joint_rhs, sim.alpha_tilde, 1.0 / sim._mass_diag_free, fa, fb, ga, gb,
-            c + alpha * lam, alpha, lam, touch=touch, friction=friction,
-            enter_depth=self.direct_enter * self.rest, rounds=self.direct_rounds, stats=stats,
-            grow_rounds=self.direct_grow_rounds)
+            joint_rows,
+            jp,
+            jc,
+            joint_rhs,
+            sim.alpha_tilde,
+            1.0 / sim._mass_diag_free,
+            fa,
+            fb,
+            ga,
+            gb,
+            c + alpha * lam,
+            alpha,
+            lam,
+            touch=touch,
+            friction=friction,
+            enter_depth=self.direct_enter * self.rest,
+            rounds=self.direct_rounds,
+            stats=stats,
+            grow_rounds=self.direct_grow_rounds,
+        )
         if self.direct_max_move is not None:
             # Damped Newton: a solve whose linearisation moves some segment's surface farther than
             # ``direct_max_move`` is scaled down to that (positions, λ and the contact impulses alike)
-            reach = np.linalg.norm(dx[:, :3], axis=1) + (0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]) \
-                * np.linalg.norm(dx[:, 3:], axis=1)
+            reach = np.linalg.norm(dx[:, :3], axis=1) + (
+                0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]
+            ) * np.linalg.norm(dx[:, 3:], axis=1)
             far = float(reach.max(initial=0.0))
             if far > self.direct_max_move:
                 scale = self.direct_max_move / far
@@ -178,7 +210,7 @@ class ContactResponse:
         env = b["env"]
         rad_a = np.where(env, 0.0, self.radius[b["sa"]])
         rad_b = np.where(env, 0.0, self.radius[b["sb"]])
-        off_a = self._surface_offsets(za, -rad_a, np.einsum("kji,kj->ki", rot_a, n))   # body frames (k, 3)
+        off_a = self._surface_offsets(za, -rad_a, np.einsum("kji,kj->ki", rot_a, n))  # body frames (k, 3)
         off_b = self._surface_offsets(zb, rad_b, np.einsum("kji,kj->ki", rot_b, n))
         start_a = b["x0_a"] + np.einsum("kij,kj->ki", b["r0_a"], off_a)
         start_b = np.where(env[:, None], self._anchors(b, pb), b["x0_b"] + np.einsum("kij,kj->ki", b["r0_b"], off_b))
@@ -195,15 +227,17 @@ class ContactResponse:
         ga, gb, c_t, lam_t = [], [], [], []
         for t in (t1, t2):
             ta_body, tb_body = np.einsum("kji,kj->ki", rot_a, t), np.einsum("kji,kj->ki", rot_b, t)
-            ga.append(np.concatenate((t, np.cross(off_a, ta_body)), axis=1))      # ∂C_t/∂(x, δφ_body)
+            ga.append(np.concatenate((t, np.cross(off_a, ta_body)), axis=1))  # ∂C_t/∂(x, δφ_body)
             gb.append(-np.concatenate((t, np.cross(off_b, tb_body)), axis=1))
             c_t.append(np.einsum("ij,ij->i", t, rel))
             lam_t.append(np.einsum("ij,ij->i", t, self.tangent_impulse))
         c_t, lam_t = np.stack(c_t, axis=1), np.stack(lam_t, axis=1)
         # a sliding row keeps sliding against its slip (t₁ turns with it; t₂ along the old impulse)
-        sliding = np.where(self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1,
-                                                        np.sign(lam_t)), 0).astype(np.int8)
+        sliding = np.where(
+            self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1, np.sign(lam_t)), 0
+        ).astype(np.int8)
         alpha = np.full(c_t.shape, max(at, self.friction_compliance / (sim.dt * sim.dt)))
-        rows = FrictionRows(np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t,
-                            self.mu, sliding)
+        rows = FrictionRows(
+            np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t, self.mu, sliding
+        )
         return rows, (t1, t2)

@@ -6,6 +6,7 @@ closest point of the other axis, are found again in every solve; a row at a join
 within the capsule chain's normal cone there. Collider rows keep their material point and frozen normal,
 except edge rows, which slide along both the axis and the edge.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,7 +51,7 @@ class ContactRows:
                 pa = xa + za[:, None] * axis_a
             if one.any():
                 t = closest_point_parameter(pa, xb - hb, xb + hb)
-                follow = self.response == "direct" and b is self._all       # the direct solve's own batch
+                follow = self.response == "direct" and b is self._all  # the direct solve's own batch
                 if follow and self._follow_over_joints(sim, b, one, pa, xb + (2.0 * t - 1.0)[:, None] * hb, t):
                     return self._points(sim, b)
                 zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
@@ -99,8 +100,10 @@ class ContactRows:
         pn = xn + (2.0 * tn - 1.0)[:, None] * h
         # clearly closer (a rod crossing another at a joint would flip between the two sides every solve),
         # and not onto a segment this joint point already has a row against (two equal rows)
-        closer = np.linalg.norm(pa[rows] - pn, axis=1) < np.linalg.norm(pa[rows] - pb[rows], axis=1) \
-            - 0.01 * self.rest[b["idx"][rows]]
+        closer = (
+            np.linalg.norm(pa[rows] - pn, axis=1)
+            < np.linalg.norm(pa[rows] - pb[rows], axis=1) - 0.01 * self.rest[b["idx"][rows]]
+        )
         held = np.isin(vertex[rows] * n + nxt, vertex[one] * n + b["sb"][one])
         closer &= ~held
         rows, nxt = rows[closer], nxt[closer]
@@ -139,7 +142,7 @@ class ContactRows:
         use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
         n = np.where(use[:, None], cur, n)
         if not b["all_env"]:
-            body = ~b["env"] & ~b["slide_both"]             # rows at joint points
+            body = ~b["env"] & ~b["slide_both"]  # rows at joint points
             n = self._vertex_cone(sim, b["sa"], za, b["half_a"], n, body)
             n = -self._vertex_cone(sim, b["sb"], zb, b["half_b"], -n, body)
         e = b["edge"]

@@ -6,6 +6,7 @@ bound from a Euclidean distance transform farther out, and the sign from ray par
 three grid axes (majority vote, robust to rays grazing an edge). Evaluated by trilinear
 interpolation, with the gradient of the interpolant as the normal.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ class SignedDistanceGrid:
                 for dz in (0, 1):
                     c[:, dx, dy, dz] = phi[i0[:, 0] + dx, i0[:, 1] + dy, i0[:, 2] + dz]
         fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-        cx = c[:, 0] * (1 - fx)[:, None, None] + c[:, 1] * fx[:, None, None]       # (k, 2, 2) over y, z
-        cxy = cx[:, 0] * (1 - fy)[:, None] + cx[:, 1] * fy[:, None]                # (k, 2) over z
+        cx = c[:, 0] * (1 - fx)[:, None, None] + c[:, 1] * fx[:, None, None]  # (k, 2, 2) over y, z
+        cxy = cx[:, 0] * (1 - fy)[:, None] + cx[:, 1] * fy[:, None]  # (k, 2) over z
         value = cxy[:, 0] * (1 - fz) + cxy[:, 1] * fz
         gx_yz = c[:, 1] - c[:, 0]
         gx = ((gx_yz[:, 0] * (1 - fy)[:, None] + gx_yz[:, 1] * fy[:, None]) * np.stack((1 - fz, fz), 1)).sum(1)
@@ -81,13 +82,17 @@ def _sample_triangles(tri: np.ndarray, spacing: float):
     edge = np.max(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2), axis=1)
     k = np.maximum(1, np.ceil(edge / spacing).astype(np.int64))
     pts, ids = [tri.mean(axis=1)], [np.arange(tri.shape[0])]
-    for kk in np.unique(k):        # one vectorised batch per subdivision level (few distinct levels)
+    for kk in np.unique(k):  # one vectorised batch per subdivision level (few distinct levels)
         faces = np.flatnonzero(k == kk)
         i, j = np.meshgrid(np.arange(kk + 1), np.arange(kk + 1), indexing="ij")
         keep = i + j <= kk
         u, v = i[keep] / kk, j[keep] / kk
         t = tri[faces]
-        p = t[:, None, 0] + u[None, :, None] * (t[:, None, 1] - t[:, None, 0]) + v[None, :, None] * (t[:, None, 2] - t[:, None, 0])
+        p = (
+            t[:, None, 0]
+            + u[None, :, None] * (t[:, None, 1] - t[:, None, 0])
+            + v[None, :, None] * (t[:, None, 2] - t[:, None, 0])
+        )
         pts.append(p.reshape(-1, 3))
         ids.append(np.repeat(faces, u.size))
     return np.concatenate(pts), np.concatenate(ids)
@@ -125,7 +130,9 @@ def _inside_by_parity(tri: np.ndarray, grid_axes, axis: int) -> np.ndarray:
     return np.transpose(inside, order)
 
 
-def mesh_signed_distance_grid(vertices, faces, cell_size: float, *, padding: int = 3, neighbours: int = 8) -> SignedDistanceGrid:
+def mesh_signed_distance_grid(
+    vertices, faces, cell_size: float, *, padding: int = 3, neighbours: int = 8
+) -> SignedDistanceGrid:
     """Signed distance grid of a closed, consistently meshed triangle surface.
 
     ``vertices`` (V, 3) [m], ``faces`` (F, 3) int, ``cell_size`` [m], ``padding`` cells around the
@@ -155,7 +162,7 @@ def mesh_signed_distance_grid(vertices, faces, cell_size: float, *, padding: int
     # is among those of its nearest surface samples. (An exact k-NN query far from the surface is slow
     # where many samples are nearly equidistant, e.g. at a sphere's centre.)
     shape = tuple(n_cells + 1)
-    rough, _ = tree.query(nodes, k=1, eps=1.0)        # within a factor 2 of the sample distance
+    rough, _ = tree.query(nodes, k=1, eps=1.0)  # within a factor 2 of the sample distance
     band = rough < 2.0 * (padding * cell_size + spacing)
     k = min(neighbours, samples.shape[0])
     _, near = tree.query(nodes[band], k=k)

@@ -7,6 +7,7 @@ baseline the paper compares against (``gs_ordering``: the sweep orders of the po
 ``loop_closing`` solves the joints that close loops, and ``fracture`` breaks joints whose bending strain
 passes the rupture strain.
 """
+
 from .fracture import RUPTURE_STRAIN, Fracture
 from .kkt_chain import ChainKKT
 from .kkt_tree import TreeKKT
@@ -14,6 +15,18 @@ from .loop_closing import LoopClosingConstraints
 from .model import DEFAULT_STRETCH_COMPLIANCE, JointSet, RodModel, cross_section_moments, rod_from_polyline
 from .timestep import NonFiniteStateError, Simulator, StepReport
 
-__all__ = ["RodModel", "JointSet", "rod_from_polyline", "cross_section_moments", "DEFAULT_STRETCH_COMPLIANCE",
-           "Simulator", "StepReport", "NonFiniteStateError", "TreeKKT", "ChainKKT", "LoopClosingConstraints",
-           "Fracture", "RUPTURE_STRAIN"]
+__all__ = [
+    "RodModel",
+    "JointSet",
+    "rod_from_polyline",
+    "cross_section_moments",
+    "DEFAULT_STRETCH_COMPLIANCE",
+    "Simulator",
+    "StepReport",
+    "NonFiniteStateError",
+    "TreeKKT",
+    "ChainKKT",
+    "LoopClosingConstraints",
+    "Fracture",
+    "RUPTURE_STRAIN",
+]

@@ -8,6 +8,7 @@ is four stacked 3×3 products, about 0.25 µs per block. For a definite block th
 without pivoting, which is backward stable; the KKT pivots of Eq. 22 are definite (segment pivots
 positive, joint pivots negative: the matrix is quasi-definite).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ import numpy as np
 # (OMP_NUM_THREADS=1, crossover ~160 blocks), 3–5 µs with threads (synchronisation; crossover ~20 blocks).
 _ONE_BLAS_THREAD = any(os.environ.get(v) == "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
 BATCH_MIN = 160 if _ONE_BLAS_THREAD else 24
-CHUNK = 2048      # blocks per batch (≈ 0.6 MB per 6×6 array: the temporaries stay in the L2 cache)
+CHUNK = 2048  # blocks per batch (≈ 0.6 MB per 6×6 array: the temporaries stay in the L2 cache)
 
 
 def _inv3_symmetric(m: np.ndarray, sign, out: np.ndarray) -> bool:
@@ -58,13 +59,13 @@ def inv_definite(blocks: np.ndarray, sign, out: np.ndarray | None = None) -> np.
     k, n, _ = blocks.shape
     if out is None:
         out = np.empty((k, n, n))
-    if n != 6 or k < BATCH_MIN:      # (only a singular block raises here: definiteness is not checked)
+    if n != 6 or k < BATCH_MIN:  # (only a singular block raises here: definiteness is not checked)
         out[:] = np.linalg.inv(blocks)
         return out
     sign = np.asarray(sign, dtype=float)
     if sign.ndim:
         sign = sign.reshape(k)
-    if k > 2 * CHUNK:      # equal batches, so that the ~20 passes over the blocks stay in cache
+    if k > 2 * CHUNK:  # equal batches, so that the ~20 passes over the blocks stay in cache
         bounds = np.linspace(0, k, -(-k // CHUNK) + 1).astype(int)
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             inv_definite(blocks[lo:hi], sign[lo:hi] if sign.ndim else sign, out[lo:hi])
@@ -72,14 +73,14 @@ def inv_definite(blocks: np.ndarray, sign, out: np.ndarray | None = None) -> np.
     p, q, r = blocks[:, :3, :3], blocks[:, :3, 3:], blocks[:, 3:, 3:]
     pinv = np.empty((k, 3, 3))
     ok = _inv3_symmetric(p, sign, pinv)
-    w = np.matmul(np.swapaxes(q, 1, 2), pinv)         # Qᵀ P⁻¹ (= Tᵀ, T = P⁻¹ Q)
-    s = r - w @ q                                     # Schur complement R − Qᵀ P⁻¹ Q
+    w = np.matmul(np.swapaxes(q, 1, 2), pinv)  # Qᵀ P⁻¹ (= Tᵀ, T = P⁻¹ Q)
+    s = r - w @ q  # Schur complement R − Qᵀ P⁻¹ Q
     sinv = out[:, 3:, 3:]
     ok &= _inv3_symmetric(s, sign, sinv)
     if not ok:
         raise np.linalg.LinAlgError("a KKT pivot block is not definite")
-    u = np.matmul(np.swapaxes(w, 1, 2), sinv)         # T S⁻¹
+    u = np.matmul(np.swapaxes(w, 1, 2), sinv)  # T S⁻¹
     np.negative(u, out=out[:, :3, 3:])
     np.negative(np.swapaxes(u, 1, 2), out=out[:, 3:, :3])
-    np.add(pinv, u @ w, out=out[:, :3, :3])           # P⁻¹ + T S⁻¹ Tᵀ
+    np.add(pinv, u @ w, out=out[:, :3, :3])  # P⁻¹ + T S⁻¹ Tᵀ
     return out

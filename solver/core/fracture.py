@@ -11,6 +11,7 @@ the limit (``Simulator.remove_joints``); what hung on it falls freely from then 
 (time [s], joint's input index) of every break; ``attached(sim)`` tells which segments still hang on a
 pinned one.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ immediate position updates). Within a colour the joints are independent, so this
 a multicolour order (for a chain: red–black), which has the same asymptotic convergence as the
 sequential order for these consistently ordered systems, without a Python loop per joint.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -13,6 +13,7 @@ after the other. Two orders:
   variable (for a chain: even/odd, red–black). A few large vectorised calls per sweep; the same
   fixed point, a different (multicolour) Gauss–Seidel order.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -75,8 +76,13 @@ def colored_batches(kinds: list[str], variables: dict[str, np.ndarray], active: 
     return _to_batches(groups)
 
 
-def build_sweep(ordering: str, natural_order: list[tuple[str, int]], kinds: list[str],
-                variables: dict[str, np.ndarray], active: dict[str, np.ndarray]) -> list:
+def build_sweep(
+    ordering: str,
+    natural_order: list[tuple[str, int]],
+    kinds: list[str],
+    variables: dict[str, np.ndarray],
+    active: dict[str, np.ndarray],
+) -> list:
     """The batches of one sweep for ``ordering`` (see the module doc); inactive constraints are left out."""
     if ordering not in ORDERINGS:
         raise ValueError(f"ordering must be one of {ORDERINGS}, got {ordering!r}")

@@ -14,6 +14,7 @@ Bend/twist strain, ``strain=``:
 * ``"eq23"``: Eq. 23 literally, ``(2/l)·(Im(q̄_p q_c) − Im(q̄_p⁰ q_c⁰))``, as the authors' own code
   (benchmarks/vs_reference.py uses it to compare with that code on equal terms).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,8 @@ import numpy as np
 from . import quaternion as quat
 
 STRAINS = ("rotation", "eq23")
-_BASIS = np.concatenate((np.eye(3)[None], quat.skew(np.eye(3))))     # E_c with w I + [u]× = Σ_c e_c E_c
-_K_TABLE = _BASIS.reshape(4, 9)                                       # e ↦ w I + [u]×, row-major
+_BASIS = np.concatenate((np.eye(3)[None], quat.skew(np.eye(3))))  # E_c with w I + [u]× = Σ_c e_c E_c
+_K_TABLE = _BASIS.reshape(4, 9)  # e ↦ w I + [u]×, row-major
 # right multiplication a ⊗ r = M(r) a, M(r) = Σ_j r_j _RIGHT[j]  (_RIGHT[j][c, i] = (e_i ⊗ e_j)_c)
 _RIGHT = np.einsum("ijc->jci", quat.multiply(np.eye(4)[:, None, :], np.eye(4)[None, :, :])).reshape(4, 16)
 
@@ -47,8 +48,7 @@ def _check_strain(strain: str) -> None:
         raise ValueError(f"strain must be one of {STRAINS}, got {strain!r}")
 
 
-def evaluate(model, positions, orientations, index=slice(None), with_jacobians: bool = True,
-             strain: str = "rotation"):
+def evaluate(model, positions, orientations, index=slice(None), with_jacobians: bool = True, strain: str = "rotation"):
     """Constraint values ``C`` (m, 6) and Jacobians ``J_parent``, ``J_child`` (m, 6, 6) (Eqs. 23, 25, 26).
 
     ``C[:, :3] = x_p + R_p p_p − x_c − R_c p_c`` [m] (zero stretch); ``C[:, 3:]`` [1/m] the bend/twist
@@ -75,8 +75,14 @@ class _Subset:
     """The joint arrays of ``model`` (anything with RodModel's joint attribute names) at ``index``."""
 
     def __init__(self, model, index):
-        for name in ("joint_parent", "joint_child", "joint_point_parent", "joint_point_child",
-                     "rest_darboux", "joint_lengths"):
+        for name in (
+            "joint_parent",
+            "joint_child",
+            "joint_point_parent",
+            "joint_point_child",
+            "rest_darboux",
+            "joint_lengths",
+        ):
             setattr(self, name, getattr(model, name)[index])
 
 
@@ -100,7 +106,7 @@ class JointEvaluator:
         self.child = np.asarray(model.joint_child)
         self.point_parent = np.ascontiguousarray(model.joint_point_parent, dtype=float)
         self.point_child = np.ascontiguousarray(model.joint_point_child, dtype=float)
-        self._minus_skew_parent = -quat.skew(self.point_parent)      # ∂(R p)/∂δφ_body = −R [p]×
+        self._minus_skew_parent = -quat.skew(self.point_parent)  # ∂(R p)/∂δφ_body = −R [p]×
         self._skew_child = quat.skew(self.point_child)
         self._inv_l = 1.0 / np.asarray(model.joint_lengths, dtype=float)
         rest = np.asarray(model.rest_darboux, dtype=float)
@@ -114,9 +120,9 @@ class JointEvaluator:
         else:
             self._rest_strain = (2.0 * self._inv_l)[:, None] * rest[:, 1:]
             self._b_parent_table = -np.swapaxes(_BASIS, 1, 2).reshape(4, 9)
-        self._full = None                                   # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
+        self._full = None  # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
         self._c = np.empty((m, 6))
-        self._pack = np.empty((0, 16))                      # per segment: x (3), q (4), R(q) (9)
+        self._pack = np.empty((0, 16))  # per segment: x (3), q (4), R(q) (9)
         self._rot_parent = np.empty((m, 6, 3))
         self._rot_child = np.empty((m, 6, 3))
         self._state = None
@@ -126,14 +132,14 @@ class JointEvaluator:
         positions = np.asarray(positions, dtype=float)
         orientations = np.asarray(orientations, dtype=float)
         n, m = positions.shape[0], self.parent.shape[0]
-        if 2 * m < n:         # a few joints (a Gauss–Seidel colour): rotation matrices of their segments only
+        if 2 * m < n:  # a few joints (a Gauss–Seidel colour): rotation matrices of their segments only
             sides = np.concatenate((self.parent, self.child))
             g = np.empty((2 * m, 16))
             g[:, :3] = positions[sides]
             g[:, 3:7] = orientations[sides]
             g[:, 7:] = quat.to_matrix(g[:, 3:7]).reshape(2 * m, 9)
             gp, gc = g[:m], g[m:]
-        else:                 # all joints: each segment's rotation once, packed so each side is one gather
+        else:  # all joints: each segment's rotation once, packed so each side is one gather
             if self._pack.shape[0] != n:
                 self._pack = np.empty((n, 16))
             pack = self._pack
@@ -148,12 +154,12 @@ class JointEvaluator:
         stretch -= np.einsum("kij,kj->ki", rc, self.point_child)
         c[:, :3] = stretch
         if self.strain == "rotation":
-            a = np.einsum("kij,kj->ki", self._rest_right, gp[:, 3:7])          # q_p ⊗ r⁰
-            e = quat.multiply_conjugate(a, gc[:, 3:7])                        # (q_p r⁰)‾ q_c = r̄⁰ q̄_p q_c
-            ls = np.where(e[:, 0] < 0.0, -self._inv_l, self._inv_l)       # (1/l)·s, s the short-arc sign
+            a = np.einsum("kij,kj->ki", self._rest_right, gp[:, 3:7])  # q_p ⊗ r⁰
+            e = quat.multiply_conjugate(a, gc[:, 3:7])  # (q_p r⁰)‾ q_c = r̄⁰ q̄_p q_c
+            ls = np.where(e[:, 0] < 0.0, -self._inv_l, self._inv_l)  # (1/l)·s, s the short-arc sign
             np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
         else:
-            e = quat.multiply_conjugate(gp[:, 3:7], gc[:, 3:7])              # q̄_p q_c
+            e = quat.multiply_conjugate(gp[:, 3:7], gc[:, 3:7])  # q̄_p q_c
             ls = self._inv_l
             np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
             c[:, 3:] -= self._rest_strain
@@ -169,7 +175,7 @@ class JointEvaluator:
         rp, rc, e, ls = self._state
         m = e.shape[0]
         rot_p, rot_c = self._rot_parent, self._rot_child
-        np.matmul(rp, self._minus_skew_parent, out=rot_p[:, :3])   # ∂(R p)/∂δφ_body = −R [p]×
+        np.matmul(rp, self._minus_skew_parent, out=rot_p[:, :3])  # ∂(R p)/∂δφ_body = −R [p]×
         np.matmul(rc, self._skew_child, out=rot_c[:, :3])
         # q_p ← q_p ⊗ (1, δφ/2) gives δe = (0, −R(r⁰)ᵀδφ/2) ⊗ e; q_c ← q_c ⊗ (1, δφ/2) gives δe = e ⊗ (0, δφ/2):
         # the body-frame forms of Eqs. 10, 11 times G(q) of Eq. 27. With K = w I + [u]× (e = (w, u)) the child

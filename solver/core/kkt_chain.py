@@ -11,13 +11,14 @@ overhead dominates. Cholesky on the SPD complement is backward stable in any ord
 
     Δλ = −S⁻¹ (r_joint + J M⁻¹ r_seg),   Δx = M⁻¹ (r_seg + Jᵀ Δλ)
 """
+
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import lapack
 from scipy.sparse import csr_matrix
 
-BAND = 11          # half-bandwidth of a block-tridiagonal matrix of 6×6 blocks
+BAND = 11  # half-bandwidth of a block-tridiagonal matrix of 6×6 blocks
 
 
 def chain_order(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
@@ -42,11 +43,11 @@ def chain_order(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
     i = np.flatnonzero(pair)
     other[by_seg[i]] = joint_of[by_seg[i + 1]]
     other[by_seg[i + 1]] = joint_of[by_seg[i]]
-    nbr = other.reshape(2, m).T.tolist()          # ≤ 2 neighbouring joints per joint
+    nbr = other.reshape(2, m).T.tolist()  # ≤ 2 neighbouring joints per joint
     degree = [(a >= 0) + (b >= 0) for a, b in nbr]
     seen = [False] * m
     order, link = [], []
-    for start in [j for j in range(m) if degree[j] < 2]:          # walk each path from one end
+    for start in [j for j in range(m) if degree[j] < 2]:  # walk each path from one end
         if seen[start]:
             continue
         prev, j = -1, start
@@ -59,7 +60,7 @@ def chain_order(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
             prev, j = j, (nxt[0] if nxt else -1)
             if j >= 0:
                 link.append(True)
-    if len(order) < m:             # a ring of joints (cannot happen for a forest of free segments)
+    if len(order) < m:  # a ring of joints (cannot happen for a forest of free segments)
         return None
     return np.asarray(order, dtype=np.int64), np.asarray(link, dtype=bool)
 
@@ -83,7 +84,7 @@ class ChainKKT:
         self.n_joints = m = int(seg_a.shape[0])
         self.n_rounds = 1
         self._order = order
-        self._seg_a = np.where(seg_a >= 0, seg_a, n_free)[order]      # pinned → the zero row n_free
+        self._seg_a = np.where(seg_a >= 0, seg_a, n_free)[order]  # pinned → the zero row n_free
         self._seg_b = np.where(seg_b >= 0, seg_b, n_free)[order]
         # coupling block S[i+1, i] = J_{i+1,s} M_s⁻¹ J_{i,s}ᵀ of consecutive joints through their shared segment s,
         # grouped by which side (a: 0, b: 1) s is of each (a plain chain has one group: b of i, a of i+1)
@@ -96,7 +97,7 @@ class ChainKKT:
             for s_lo in (0, 1):
                 sel = lo[(side_hi == s_hi) & (side_lo == s_lo)]
                 if sel.size:
-                    if np.all(np.diff(sel) == 1):      # slices: no fancy-index copies
+                    if np.all(np.diff(sel) == 1):  # slices: no fancy-index copies
                         self._links.append((s_hi, s_lo, slice(sel[0], sel[-1] + 1), slice(sel[0] + 1, sel[-1] + 2)))
                     else:
                         self._links.append((s_hi, s_lo, sel, sel + 1))
@@ -115,22 +116,30 @@ class ChainKKT:
         idx = np.full((BAND + 1, n), zero, np.int64)
         idx[in_diag] = np.broadcast_to(36 * blk + 6 * row + c, idx.shape)[in_diag]
         idx[in_sub] = np.broadcast_to(36 * m + 36 * blk + 6 * (row - 6) + c, idx.shape)[in_sub]
-        self._band_index = np.ascontiguousarray(idx.T)              # gathered as (n, 12), used transposed (F order)
+        self._band_index = np.ascontiguousarray(idx.T)  # gathered as (n, 12), used transposed (F order)
         self._buf = np.zeros(72 * m + 1)
         # Jᵀ Δλ summed per segment: a sparse (n_free × 2m) incidence of the stacked sides
         sides = np.concatenate((self._seg_a, self._seg_b))
         keep = sides < n_free
-        self._gather = csr_matrix((np.ones(int(keep.sum())), (sides[keep], np.flatnonzero(keep))),
-                                  shape=(n_free, 2 * m))
+        self._gather = csr_matrix(
+            (np.ones(int(keep.sum())), (sides[keep], np.flatnonzero(keep))), shape=(n_free, 2 * m)
+        )
         self._minv = np.zeros((n_free + 1, 6))
         self._chol = None
         self.factored = False
 
-    def factor(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, jac_a: np.ndarray,
-               jac_b: np.ndarray, jac_a_t: np.ndarray | None = None, jac_b_t: np.ndarray | None = None) -> None:
+    def factor(
+        self,
+        seg_mass_diag: np.ndarray,
+        joint_compliance: np.ndarray,
+        jac_a: np.ndarray,
+        jac_b: np.ndarray,
+        jac_a_t: np.ndarray | None = None,
+        jac_b_t: np.ndarray | None = None,
+    ) -> None:
         """Form ``S = J M⁻¹ Jᵀ + α̃`` in band storage and factor it (same arguments as ``TreeKKT.factor``)."""
         m, o = self.n_joints, self._order
-        np.divide(1.0, seg_mass_diag, out=self._minv[:self.n_free])
+        np.divide(1.0, seg_mass_diag, out=self._minv[: self.n_free])
         if jac_a_t is None:
             jac_a_t = np.ascontiguousarray(np.swapaxes(jac_a, 1, 2))
         if jac_b_t is None:
@@ -142,11 +151,11 @@ class ChainKKT:
         self._jac = jac
         w = (jac[0] * self._minv[self._seg_a][:, None, :], jac[1] * self._minv[self._seg_b][:, None, :])
         self._w = w
-        diag = self._buf[:36 * m].reshape(m, 6, 6)
+        diag = self._buf[: 36 * m].reshape(m, 6, 6)
         np.matmul(w[0], jac[2], out=diag)
         diag += w[1] @ jac[3]
         diag.reshape(m, 36)[:, ::7] += joint_compliance
-        sub = self._buf[36 * m:72 * m].reshape(m, 6, 6)
+        sub = self._buf[36 * m : 72 * m].reshape(m, 6, 6)
         for s_hi, s_lo, rows, hi in self._links:
             sub[rows] = w[s_hi][hi] @ jac[2 + s_lo][rows]
         ab = self._buf[self._band_index].T
@@ -165,7 +174,7 @@ class ChainKKT:
         b = -rhs_joint if self._identity else -rhs_joint[o]
         if rhs_seg is not None:
             r = np.zeros((self.n_free + 1, 6))
-            r[:self.n_free] = rhs_seg
+            r[: self.n_free] = rhs_seg
             b -= np.einsum("kij,kj->ki", self._w[0], r[self._seg_a])
             b -= np.einsum("kij,kj->ki", self._w[1], r[self._seg_b])
         lam, info = lapack.dpbtrs(self._chol, b.reshape(-1), lower=1)
@@ -174,7 +183,7 @@ class ChainKKT:
         dx = self._gather @ jt_lam
         if rhs_seg is not None:
             dx += rhs_seg
-        dx *= self._minv[:self.n_free]
+        dx *= self._minv[: self.n_free]
         if self._identity:
             return dx, lam
         out = np.empty((m, 6))

@@ -33,6 +33,7 @@ mostly in runs of consecutive slots. Rounds whose pivots are still the untouched
 (benchmarks/vs_reference.py, profile in README "Performance"): the 6×6 pivot inversions are the
 largest part, then the products per pair, the solve and the constraint evaluation.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ import numpy as np
 
 from scipy.sparse import csr_matrix
 
-try:    # y += A x for CSR A and row-major x with several columns, without scipy's per-call dispatch (~30 µs)
+try:  # y += A x for CSR A and row-major x with several columns, without scipy's per-call dispatch (~30 µs)
     from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
 except ImportError:  # pragma: no cover - other scipy layouts
     _csr_matvecs = None
@@ -51,15 +52,15 @@ from .definite_blocks import inv_definite
 
 @dataclass
 class _Round:
-    start: int                # pivot slice [start, stop) in elimination order
+    start: int  # pivot slice [start, stop) in elimination order
     stop: int
-    k1: int                   # nodes [0, k1) have ≥ 1 neighbour (their first pair slot is pair_start + local)
-    k2: int                   # nodes [0, k2) have 2 neighbours (second pair slot is pair_start + k1 + local)
+    k1: int  # nodes [0, k1) have ≥ 1 neighbour (their first pair slot is pair_start + local)
+    k2: int  # nodes [0, k2) have 2 neighbours (second pair slot is pair_start + k1 + local)
     pair_start: int
     pair_stop: int
-    pair_nbr: np.ndarray      # (P,) neighbour's position in elimination order
-    fill_dest: np.ndarray     # (k2,) pair slot of the fill edge H[first nbr, second nbr] made by each compressed node
-    incoming: object = None   # CSR (k × all pairs): which earlier pairs update each pivot (None: pivots untouched)
+    pair_nbr: np.ndarray  # (P,) neighbour's position in elimination order
+    fill_dest: np.ndarray  # (k2,) pair slot of the fill edge H[first nbr, second nbr] made by each compressed node
+    incoming: object = None  # CSR (k × all pairs): which earlier pairs update each pivot (None: pivots untouched)
     incoming_negated: object = None
 
 
@@ -151,7 +152,7 @@ class TreeKKT:
         is_seg = [i < self.n_free for i in range(n)]
         dist = self._dist.tolist()
         active = list(range(n))
-        raw = []          # per round: list of (node, [(nbr, edge), …]) and fills (node, edge)
+        raw = []  # per round: list of (node, [(nbr, edge), …]) and fills (node, edge)
         while active:
             cand = [i for i in active if self._stable(i, adj[i], is_seg, dist)]
             if not cand:  # only happens with redundant pins (a loop through the world): any low-degree node
@@ -203,18 +204,18 @@ class TreeKKT:
             items = []
             for i, nb in raw[r][0]:
                 if len(nb) == 2 and pos[nb[1][0]] < pos[nb[0][0]]:
-                    nb = nb[::-1]                         # first pair: the neighbour eliminated first
+                    nb = nb[::-1]  # first pair: the neighbour eliminated first
                 e = nb[0][1] if nb else -1
-                kind = (4 if e < 0 or e >= ne else 2 * (e >= na) + (i < nf))
+                kind = 4 if e < 0 or e >= ne else 2 * (e >= na) + (i < nf)
                 items.append(((-len(nb), kind, side_joint[e] if 0 <= e < ne else 0), i, nb))
             items.sort(key=lambda t: t[0])
             oriented[r] = [(i, nb) for _, i, nb in items]
             pos[[i for _, i, _ in items]] = starts[r] + np.arange(len(items))
-        self.order = np.empty(n, np.int64)                  # node id at each elimination position
+        self.order = np.empty(n, np.int64)  # node id at each elimination position
         self.order[pos] = np.arange(n)
-        self.position = pos                                 # elimination position of each node id
+        self.position = pos  # elimination position of each node id
         edge_slot = np.empty(self.n_edges, np.int64)
-        edge_node = np.empty(self.n_edges, np.int64)        # node that consumes the edge (eliminated first)
+        edge_node = np.empty(self.n_edges, np.int64)  # node that consumes the edge (eliminated first)
         rounds = []
         pair_start = 0
         for r, (_, fills) in enumerate(raw):
@@ -232,12 +233,20 @@ class TreeKKT:
                 edge_node[e] = i
             fill_edges = [fills[i] for i, _ in first[:k2]]
             pair_nbr = pos[np.asarray([a for _, (a, _) in pairs], dtype=np.int64)] if pairs else np.zeros(0, np.int64)
-            rounds.append(_Round(
-                start=start, stop=start + k, k1=k1, k2=k2, pair_start=pair_start,
-                pair_stop=pair_start + len(pairs),
-                pair_nbr=pair_nbr, fill_dest=np.asarray(fill_edges, dtype=np.int64)))
+            rounds.append(
+                _Round(
+                    start=start,
+                    stop=start + k,
+                    k1=k1,
+                    k2=k2,
+                    pair_start=pair_start,
+                    pair_stop=pair_start + len(pairs),
+                    pair_nbr=pair_nbr,
+                    fill_dest=np.asarray(fill_edges, dtype=np.int64),
+                )
+            )
             pair_start += len(pairs)
-        for rd in rounds:                                 # fill edges are consumed in later rounds
+        for rd in rounds:  # fill edges are consumed in later rounds
             rd.fill_dest = edge_slot[rd.fill_dest] if rd.fill_dest.size else rd.fill_dest
         self.rounds = rounds
         self.n_pairs = pair_start
@@ -250,10 +259,11 @@ class TreeKKT:
             by_round = np.argsort(owner, kind="stable")
             bounds = np.searchsorted(owner[by_round], np.arange(len(rounds) + 1))
             for r, rd in enumerate(rounds):
-                pairs = by_round[bounds[r]:bounds[r + 1]]
+                pairs = by_round[bounds[r] : bounds[r + 1]]
                 if pairs.size:
-                    rd.incoming = csr_matrix((np.ones(pairs.size), (nbr[pairs] - rd.start, pairs)),
-                                             shape=(rd.stop - rd.start, pair_start))
+                    rd.incoming = csr_matrix(
+                        (np.ones(pairs.size), (nbr[pairs] - rd.start, pairs)), shape=(rd.stop - rd.start, pair_start)
+                    )
                     rd.incoming.sort_indices()
                     rd.incoming_negated = -rd.incoming
         # initial edges: stored as J (consumed by the joint: −H[j, s] = J_s) or Jᵀ (consumed by the segment);
@@ -266,7 +276,9 @@ class TreeKKT:
             for consumed_by_segment in (False, True):
                 sel = np.flatnonzero(side & (by_seg == consumed_by_segment))
                 sel = sel[np.argsort(edge_slot[sel])]
-                plan.append((side_joint[sel], edge_slot[sel], consumed_by_segment, _runs(edge_slot[sel], side_joint[sel])))
+                plan.append(
+                    (side_joint[sel], edge_slot[sel], consumed_by_segment, _runs(edge_slot[sel], side_joint[sel]))
+                )
         self._init_plan = plan
         self._sign = np.where(self.order < nf, 1.0, -1.0)
         self._seg_pos = pos[:nf]
@@ -274,11 +286,11 @@ class TreeKKT:
         self._Dinv = np.zeros((n, 6, 6))
         self._dinv_diag = np.zeros((n, 6))
         self._diag = np.zeros((n, 6))
-        self._G = np.zeros((self.n_pairs, 6, 6))    # −H[node, nbr] per pair slot: the Jacobian blocks as given
-        self._V = np.zeros((self.n_pairs, 6, 6))    # D⁻¹ G
-        self._U = np.zeros((self.n_pairs, 36))      # Gᵀ D⁻¹ G = H[a,i] D_i⁻¹ H[i,a], subtracted from D_a
-        self._C = np.zeros((self.n_pairs, 6))       # forward-substitution contributions
-        self._blocks_ready = False                  # constant blocks of the initial edges in G (factor_blocks)
+        self._G = np.zeros((self.n_pairs, 6, 6))  # −H[node, nbr] per pair slot: the Jacobian blocks as given
+        self._V = np.zeros((self.n_pairs, 6, 6))  # D⁻¹ G
+        self._U = np.zeros((self.n_pairs, 36))  # Gᵀ D⁻¹ G = H[a,i] D_i⁻¹ H[i,a], subtracted from D_a
+        self._C = np.zeros((self.n_pairs, 6))  # forward-substitution contributions
+        self._blocks_ready = False  # constant blocks of the initial edges in G (factor_blocks)
         self.factored = False
 
     @staticmethod
@@ -303,8 +315,15 @@ class TreeKKT:
         return True
 
     # ---------------------------------------------------------------- numeric phase (every Newton iteration)
-    def factor(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, jac_a: np.ndarray,
-               jac_b: np.ndarray, jac_a_t: np.ndarray | None = None, jac_b_t: np.ndarray | None = None) -> None:
+    def factor(
+        self,
+        seg_mass_diag: np.ndarray,
+        joint_compliance: np.ndarray,
+        jac_a: np.ndarray,
+        jac_b: np.ndarray,
+        jac_a_t: np.ndarray | None = None,
+        jac_b_t: np.ndarray | None = None,
+    ) -> None:
         """Factor H for the current Jacobians.
 
         ``seg_mass_diag`` (n_free, 6): diag(m, m, m, I1, I2, I3); ``joint_compliance`` (m, 6): diag(α̃);
@@ -312,8 +331,9 @@ class TreeKKT:
         ``jac_a_t``/``jac_b_t``: optionally the same transposed (contiguous), saving a transpose here.
         """
         G = self._G
-        for (joints, slots, transposed, _), jac, jac_t in zip(self._init_plan, (jac_a, jac_a, jac_b, jac_b),
-                                                              (None, jac_a_t, None, jac_b_t)):
+        for (joints, slots, transposed, _), jac, jac_t in zip(
+            self._init_plan, (jac_a, jac_a, jac_b, jac_b), (None, jac_a_t, None, jac_b_t)
+        ):
             if slots.size:
                 if not transposed:
                     G[slots] = jac[joints]
@@ -324,8 +344,9 @@ class TreeKKT:
         self._blocks_ready = False
         self._factor(seg_mass_diag, joint_compliance)
 
-    def factor_blocks(self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, rot_a: np.ndarray,
-                      rot_b: np.ndarray) -> None:
+    def factor_blocks(
+        self, seg_mass_diag: np.ndarray, joint_compliance: np.ndarray, rot_a: np.ndarray, rot_b: np.ndarray
+    ) -> None:
         """:meth:`factor` for Jacobians of the Eq. 23 form, given by their rotation columns ``rot_a``,
         ``rot_b`` (m, 6, 3) = ``J[:, :, 3:]``: the translation columns are the constants ``[±I; 0]`` (+ for
         the a side, − for the b side), kept in the edge storage, so per iteration only the rotation
@@ -337,7 +358,7 @@ class TreeKKT:
                 G[slots, :3, :3] = sign * np.eye(3)
             self._blocks_ready = True
         for (_, _, transposed, (runs, (slots, joints))), rot in zip(self._init_plan, (rot_a, rot_a, rot_b, rot_b)):
-            if transposed:      # Jᵀ rows 3–5 are the rotation columns, transposed
+            if transposed:  # Jᵀ rows 3–5 are the rotation columns, transposed
                 for sl, j in runs:
                     G[sl, 3:, :] = np.swapaxes(rot[j], 1, 2)
                 if slots.size:
@@ -357,23 +378,23 @@ class TreeKKT:
         diag[self._joint_pos] = -joint_compliance
         for rd in self.rounds:
             s, e, k1, k2, ps, pe = rd.start, rd.stop, rd.k1, rd.k2, rd.pair_start, rd.pair_stop
-            if rd.incoming is None:          # pivots are still diag(M) or −α̃
+            if rd.incoming is None:  # pivots are still diag(M) or −α̃
                 dd = np.divide(1.0, diag[s:e], out=self._dinv_diag[s:e])
-                np.multiply(G[ps:ps + k1], dd[:k1, :, None], out=V[ps:ps + k1])
-                np.multiply(G[ps + k1:pe], dd[:k2, :, None], out=V[ps + k1:pe])
+                np.multiply(G[ps : ps + k1], dd[:k1, :, None], out=V[ps : ps + k1])
+                np.multiply(G[ps + k1 : pe], dd[:k2, :, None], out=V[ps + k1 : pe])
             else:
                 d = np.zeros((e - s, 36))
                 _accumulate(rd.incoming_negated, U, d)
                 d[:, ::7] += diag[s:e]
                 dinv = inv_definite(d.reshape(-1, 6, 6), self._sign[s:e], out=self._Dinv[s:e])
-                np.matmul(dinv[:k1], G[ps:ps + k1], out=V[ps:ps + k1])
-                np.matmul(dinv[:k2], G[ps + k1:pe], out=V[ps + k1:pe])
+                np.matmul(dinv[:k1], G[ps : ps + k1], out=V[ps : ps + k1])
+                np.matmul(dinv[:k2], G[ps + k1 : pe], out=V[ps + k1 : pe])
             if pe == ps:
                 continue
             g = np.swapaxes(G[ps:pe], 1, 2)
-            np.matmul(g, V[ps:pe], out=U[ps:pe].reshape(-1, 6, 6))       # H[a,i] D_i⁻¹ H[i,a]
-            if k2:                                                      # fill −H[a,b] = H[a,i] D_i⁻¹ H[i,b]
-                G[rd.fill_dest] = np.matmul(g[:k2], V[ps + k1:ps + k1 + k2])
+            np.matmul(g, V[ps:pe], out=U[ps:pe].reshape(-1, 6, 6))  # H[a,i] D_i⁻¹ H[i,a]
+            if k2:  # fill −H[a,b] = H[a,i] D_i⁻¹ H[i,b]
+                G[rd.fill_dest] = np.matmul(g[:k2], V[ps + k1 : ps + k1 + k2])
         self.factored = True
 
     def solve(self, rhs_seg: np.ndarray | None, rhs_joint: np.ndarray):
@@ -388,24 +409,24 @@ class TreeKKT:
         for rd in self.rounds:
             s, e, ps, pe = rd.start, rd.stop, rd.pair_start, rd.pair_stop
             r = z[s:e]
-            if rd.incoming is not None:      # r_i −= Σ H[i,c] D_c⁻¹ r_c over earlier neighbours c
+            if rd.incoming is not None:  # r_i −= Σ H[i,c] D_c⁻¹ r_c over earlier neighbours c
                 _accumulate(rd.incoming, C, r)
             if rd.incoming is None:
                 r *= self._dinv_diag[s:e]
             else:
                 r[:] = np.einsum("kij,kj->ki", self._Dinv[s:e], r)
             k1, k2 = rd.k1, rd.k2
-            if k1:           # C = rᵢᵀ G per pair (the pairs of node i: slot ps + i and, if any, ps + k1 + i)
-                np.matmul(r[:k1, None, :], G[ps:ps + k1], out=C[ps:ps + k1, None, :])
+            if k1:  # C = rᵢᵀ G per pair (the pairs of node i: slot ps + i and, if any, ps + k1 + i)
+                np.matmul(r[:k1, None, :], G[ps : ps + k1], out=C[ps : ps + k1, None, :])
             if k2:
-                np.matmul(r[:k2, None, :], G[ps + k1:pe], out=C[ps + k1:pe, None, :])
+                np.matmul(r[:k2, None, :], G[ps + k1 : pe], out=C[ps + k1 : pe, None, :])
         for rd in reversed(self.rounds):
             s, k1, k2, ps, pe = rd.start, rd.k1, rd.k2, rd.pair_start, rd.pair_stop
             if pe == ps:
                 continue
-            t = np.einsum("kij,kj->ki", V[ps:pe], z[rd.pair_nbr])   # −D_i⁻¹ H[i,a] z_a
-            z[s:s + k1] += t[:k1]
-            z[s:s + k2] += t[k1:]
+            t = np.einsum("kij,kj->ki", V[ps:pe], z[rd.pair_nbr])  # −D_i⁻¹ H[i,a] z_a
+            z[s : s + k1] += t[:k1]
+            z[s : s + k2] += t[k1:]
         return z[self._seg_pos], z[self._joint_pos]
 
     @property

@@ -21,6 +21,7 @@ Two ways to weigh a correction (``response``):
 
 The default ``"auto"`` takes ``"tree"`` for up to ``TREE_RESPONSE_MAX_LOOPS`` loop joints, else ``"local"``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,7 @@ class LoopClosingConstraints:
         self.response = response
         free = ~model.pinned
         seg_to_free = np.where(free, np.arange(model.n_segments), -1)
-        self._free_a = seg_to_free[self.joints.joint_parent]     # −1: pinned, not an unknown
+        self._free_a = seg_to_free[self.joints.joint_parent]  # −1: pinned, not an unknown
         self._free_b = seg_to_free[self.joints.joint_child]
         self._colours = colour_joints(self._free_a, self._free_b)
         self.lam = np.zeros((self.joints.n_joints, 6))
@@ -67,11 +68,18 @@ class LoopClosingConstraints:
         residual = float(np.max(np.abs(c + self._alpha_tilde * self.lam)))
         kkt = getattr(sim, "_kkt", None)
         if self.response == "tree" and sim.solver == "kkt" and getattr(kkt, "factored", False):
-            for j in range(self.joints.n_joints):      # few loops: Gauss–Seidel over them, each exact
+            for j in range(self.joints.n_joints):  # few loops: Gauss–Seidel over them, each exact
                 self._project_through_tree(sim, kkt, j)
-        else:   # inverse masses as the simulator uses them this step (pinned: 0)
-            gauss_seidel_iteration(self.joints, sim.positions, sim.orientations, self.lam, self._alpha_tilde,
-                                   sim._inv_mass_diag, self._colours)
+        else:  # inverse masses as the simulator uses them this step (pinned: 0)
+            gauss_seidel_iteration(
+                self.joints,
+                sim.positions,
+                sim.orientations,
+                self.lam,
+                self._alpha_tilde,
+                sim._inv_mass_diag,
+                self._colours,
+            )
         return residual
 
     def _project_through_tree(self, sim, kkt, j: int) -> None:
@@ -81,14 +89,15 @@ class LoopClosingConstraints:
         n_free = sim.free_index.size
         zero_joint = np.zeros_like(sim.lam)
         dx, dlam, w = [], [], np.zeros((6, 6))
-        for i in range(6):     # response of the tree to the generalised force of row i: Jᵀ e_i
+        for i in range(6):  # response of the tree to the generalised force of row i: Jᵀ e_i
             f = np.zeros((n_free, 6))
             if a >= 0:
                 f[a] += j_a[0, i]
             if b >= 0:
                 f[b] += j_b[0, i]
             x_i, l_i = kkt.solve(f, zero_joint)
-            dx.append(x_i); dlam.append(l_i)
+            dx.append(x_i)
+            dlam.append(l_i)
             w[:, i] = (j_a[0] @ x_i[a] if a >= 0 else 0.0) + (j_b[0] @ x_i[b] if b >= 0 else 0.0)
         at = self._alpha_tilde[j]
         step = np.linalg.solve(w + np.diag(at), -(c[0] + at * self.lam[j]))

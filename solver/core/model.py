@@ -8,6 +8,7 @@ A segment is a solid (elliptic) cylinder whose local +z axis is the rod axis (th
 Deul §3); its local x and y axes are d1 and d2 and carry the cross-section semi-axes ``radius[:, 0]``
 and ``radius[:, 1]``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,10 @@ def _as_array(name: str, value, shape_tail: tuple, count: int, dtype=float) -> n
     try:
         arr = np.broadcast_to(arr, (count,) + shape_tail).copy()
     except ValueError:
-        raise ValueError(f"{name}: expected shape ({count}, {', '.join(map(str, shape_tail))}) "
-                         f"or broadcastable, got {np.shape(value)}") from None
+        raise ValueError(
+            f"{name}: expected shape ({count}, {', '.join(map(str, shape_tail))}) "
+            f"or broadcastable, got {np.shape(value)}"
+        ) from None
     if dtype is float and not np.all(np.isfinite(arr)):
         bad = int(np.argwhere(~np.isfinite(arr.reshape(count, -1)))[0, 0])
         raise ValueError(f"{name}[{bad}] is not finite (NaN or inf)")
@@ -42,8 +45,15 @@ def _section_radii(name: str, value, count: int) -> np.ndarray:
     elliptic sections are given as shape (count, 2) or (1, 2)."""
     arr = np.asarray(value, dtype=float)
     if arr.ndim <= 1:
-        arr = np.stack([np.broadcast_to(arr, (count,)) if arr.ndim == 0 or arr.shape[0] == count
-                        else _as_array(name, arr, (), count)] * 2, axis=1)
+        arr = np.stack(
+            [
+                np.broadcast_to(arr, (count,))
+                if arr.ndim == 0 or arr.shape[0] == count
+                else _as_array(name, arr, (), count)
+            ]
+            * 2,
+            axis=1,
+        )
     return _as_array(name, arr, (2,), count)
 
 
@@ -189,8 +199,10 @@ class RodModel:
         def joint_vec(name, value, default):
             return _as_array(name, default if value is None else value, (3,), m)
 
-        half_p = np.zeros((m, 3)); half_p[:, 2] = 0.5 * lengths[jp]
-        half_c = np.zeros((m, 3)); half_c[:, 2] = -0.5 * lengths[jc]
+        half_p = np.zeros((m, 3))
+        half_p[:, 2] = 0.5 * lengths[jp]
+        half_c = np.zeros((m, 3))
+        half_c[:, 2] = -0.5 * lengths[jc]
         joint_point_parent = joint_vec("joint_point_parent", joint_point_parent, half_p)
         joint_point_child = joint_vec("joint_point_child", joint_point_child, half_c)
         if joint_radii is None:
@@ -210,15 +222,31 @@ class RodModel:
         stretch_compliance = _as_array("stretch_compliance", stretch_compliance, (), m)
         _require_positive("stretch_compliance", stretch_compliance)
 
-        joints = dict(joint_parent=jp, joint_child=jc, joint_point_parent=joint_point_parent,
-                      joint_point_child=joint_point_child, joint_radii=joint_radii, youngs_modulus=youngs_modulus,
-                      torsion_modulus=torsion_modulus, joint_lengths=joint_lengths,
-                      stretch_compliance=stretch_compliance)
+        joints = dict(
+            joint_parent=jp,
+            joint_child=jc,
+            joint_point_parent=joint_point_parent,
+            joint_point_child=joint_point_child,
+            joint_radii=joint_radii,
+            youngs_modulus=youngs_modulus,
+            torsion_modulus=torsion_modulus,
+            joint_lengths=joint_lengths,
+            stretch_compliance=stretch_compliance,
+        )
         loop = _loop_closing_joints(n, pinned, jp, jc)
         loops = JointSet(orientations, np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
-        return cls(positions, orientations, lengths, radii, densities, pinned,
-                   **{k: v[~loop] for k, v in joints.items()},
-                   leaf=leaf, loops=loops, joint_input_index=np.flatnonzero(~loop))
+        return cls(
+            positions,
+            orientations,
+            lengths,
+            radii,
+            densities,
+            pinned,
+            **{k: v[~loop] for k, v in joints.items()},
+            leaf=leaf,
+            loops=loops,
+            joint_input_index=np.flatnonzero(~loop),
+        )
 
     def __post_init__(self):
         n = self.n_segments
@@ -239,8 +267,13 @@ class RodModel:
         m = self.masses
         self.inertia = np.stack((m * (k * b**2 + l**2 / 12), m * (k * a**2 + l**2 / 12), m * k * (a**2 + b**2)), axis=1)
         self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
-            self.orientations, self.joint_parent, self.joint_child, self.joint_radii, self.youngs_modulus,
-            self.torsion_modulus)
+            self.orientations,
+            self.joint_parent,
+            self.joint_child,
+            self.joint_radii,
+            self.youngs_modulus,
+            self.torsion_modulus,
+        )
 
     # ------------------------------------------------------------------ topology
     @property
@@ -256,8 +289,7 @@ class RodModel:
         the :meth:`from_arrays` argument names. (After :meth:`without_joints` the input indices keep the
         original numbering, with gaps: the order is what counts.)"""
         order = np.argsort(np.concatenate((self.joint_input_index, self.loops.input_index)), kind="stable")
-        return {name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order]
-                for name in JOINT_FIELDS}
+        return {name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order] for name in JOINT_FIELDS}
 
     def with_rest_darboux(self, rest_darboux) -> "RodModel":
         """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
@@ -281,7 +313,7 @@ class RodModel:
         keep[np.asarray(joints, dtype=np.int64)] = False
         idx = np.concatenate((self.joint_input_index, self.loops.input_index))
         order = np.argsort(idx, kind="stable")
-        kept = np.concatenate((keep, np.ones(self.loops.n_joints, bool)))[order]      # in input order
+        kept = np.concatenate((keep, np.ones(self.loops.n_joints, bool)))[order]  # in input order
         new = self.copy_with(**{k: v[kept] for k, v in self.input_joint_arrays().items()})
         if new.n_joints != int(keep.sum()):
             raise ValueError("without_joints: the remaining joints regrouped into tree and loops differently")
@@ -293,17 +325,36 @@ class RodModel:
     def copy_with(self, **changes) -> "RodModel":
         """A new validated model with some constructor arrays replaced (joint arrays in input order,
         tree joints and loop-closing constraints together, as given to :meth:`from_arrays`)."""
-        fields = dict(positions=self.positions, orientations=self.orientations, lengths=self.lengths,
-                      radii=self.radii, densities=self.densities, pinned=self.pinned, leaf=self.leaf,
-                      **self.input_joint_arrays())
+        fields = dict(
+            positions=self.positions,
+            orientations=self.orientations,
+            lengths=self.lengths,
+            radii=self.radii,
+            densities=self.densities,
+            pinned=self.pinned,
+            leaf=self.leaf,
+            **self.input_joint_arrays(),
+        )
         fields.update(changes)
-        pos = fields.pop("positions"); ori = fields.pop("orientations"); ln = fields.pop("lengths")
-        rad = fields.pop("radii"); den = fields.pop("densities")
+        pos = fields.pop("positions")
+        ori = fields.pop("orientations")
+        ln = fields.pop("lengths")
+        rad = fields.pop("radii")
+        den = fields.pop("densities")
         return RodModel.from_arrays(pos, ori, ln, rad, den, **fields)
 
 
-JOINT_FIELDS = ("joint_parent", "joint_child", "joint_point_parent", "joint_point_child", "joint_radii",
-                "youngs_modulus", "torsion_modulus", "joint_lengths", "stretch_compliance")
+JOINT_FIELDS = (
+    "joint_parent",
+    "joint_child",
+    "joint_point_parent",
+    "joint_point_child",
+    "joint_radii",
+    "youngs_modulus",
+    "torsion_modulus",
+    "joint_lengths",
+    "stretch_compliance",
+)
 
 
 def _joint_stiffness_and_rest(orientations, parent, child, joint_radii, youngs_modulus, torsion_modulus):
@@ -326,14 +377,21 @@ class JointSet:
         for name in JOINT_FIELDS:
             setattr(self, name, joints[name])
         self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
-            orientations, self.joint_parent, self.joint_child, self.joint_radii, self.youngs_modulus,
-            self.torsion_modulus)
+            orientations,
+            self.joint_parent,
+            self.joint_child,
+            self.joint_radii,
+            self.youngs_modulus,
+            self.torsion_modulus,
+        )
 
     @classmethod
     def empty(cls, orientations) -> "JointSet":
         shapes = dict(joint_point_parent=(0, 3), joint_point_child=(0, 3), joint_radii=(0, 2))
-        joints = {name: np.zeros(shapes.get(name, (0,)), np.int64 if name in ("joint_parent", "joint_child") else float)
-                  for name in JOINT_FIELDS}
+        joints = {
+            name: np.zeros(shapes.get(name, (0,)), np.int64 if name in ("joint_parent", "joint_child") else float)
+            for name in JOINT_FIELDS
+        }
         return cls(orientations, np.zeros(0, np.int64), **joints)
 
     @property
@@ -354,8 +412,10 @@ def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: 
     dup = np.flatnonzero(first[inverse.reshape(-1)] != np.arange(parent.size))
     if dup.size:
         j = int(dup[0])
-        raise ValueError(f"joint {j} ({int(parent[j])} → {int(child[j])}) joins the same two segments as joint "
-                         f"{int(first[inverse.reshape(-1)[j]])}: one 6-D joint already fixes their relative motion")
+        raise ValueError(
+            f"joint {j} ({int(parent[j])} → {int(child[j])}) joins the same two segments as joint "
+            f"{int(first[inverse.reshape(-1)[j]])}: one 6-D joint already fixes their relative motion"
+        )
     free = ~pinned
     both = np.flatnonzero(free[parent] & free[child])
     if both.size == 0:
@@ -363,7 +423,7 @@ def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: 
     graph = coo_matrix((np.ones(both.size), (parent[both], child[both])), shape=(n, n))
     n_comp, _ = connected_components(graph, directed=False)
     if both.size == n - n_comp:
-        return loop          # a forest: the common case, no per-joint pass
+        return loop  # a forest: the common case, no per-joint pass
     root = list(range(n))
 
     def find(i):
@@ -372,7 +432,7 @@ def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: 
             i = root[i]
         return i
 
-    for j in both:           # once per topology (union–find in input order)
+    for j in both:  # once per topology (union–find in input order)
         ra, rb = find(int(parent[j])), find(int(child[j]))
         if ra == rb:
             loop[j] = True
@@ -384,7 +444,8 @@ def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: 
 def _cumulative_left_product(r: np.ndarray) -> np.ndarray:
     """``out[k] = r[k-1] ⊗ … ⊗ r[0]`` (``out[0]`` = identity), by a log-depth Hillis–Steele scan."""
     n = r.shape[0] + 1
-    out = np.zeros((n, 4)); out[:, 0] = 1.0
+    out = np.zeros((n, 4))
+    out[:, 0] = 1.0
     out[1:] = r
     s = 1
     while s < n:
@@ -444,7 +505,16 @@ def rod_from_polyline(
     seg_r = 0.5 * (rad[:-1] + rad[1:])
     j = np.arange(k - 2)
     return RodModel.from_arrays(
-        0.5 * (pts[:-1] + pts[1:]), orientations, lengths, seg_r, density,
-        joint_parent=j, joint_child=j + 1, joint_radii=rad[1:-1],
-        youngs_modulus=youngs_modulus, torsion_modulus=torsion_modulus,
-        stretch_compliance=stretch_compliance, pinned=pin)
+        0.5 * (pts[:-1] + pts[1:]),
+        orientations,
+        lengths,
+        seg_r,
+        density,
+        joint_parent=j,
+        joint_child=j + 1,
+        joint_radii=rad[1:-1],
+        youngs_modulus=youngs_modulus,
+        torsion_modulus=torsion_modulus,
+        stretch_compliance=stretch_compliance,
+        pinned=pin,
+    )

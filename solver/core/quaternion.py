@@ -3,6 +3,7 @@
 Quaternions are arrays ``(..., 4)`` in scalar-first order ``(w, x, y, z)``.
 All functions broadcast over leading axes; none loops in Python.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,30 +20,41 @@ def _bilinear_table(terms) -> np.ndarray:
 
 # Products are written as bilinear forms: the outer products a_i b_j of all items times a constant table, a
 # single BLAS matrix product, instead of ~30 elementwise numpy calls (per-call overhead dominates small arrays).
-_HAMILTON = _bilinear_table([
-    [(1, 0, 0), (-1, 1, 1), (-1, 2, 2), (-1, 3, 3)],
-    [(1, 0, 1), (1, 1, 0), (1, 2, 3), (-1, 3, 2)],
-    [(1, 0, 2), (-1, 1, 3), (1, 2, 0), (1, 3, 1)],
-    [(1, 0, 3), (1, 1, 2), (-1, 2, 1), (1, 3, 0)]])
-_HAMILTON_CONJ_A = _HAMILTON * np.repeat([1.0, -1.0, -1.0, -1.0], 4)[:, None]        # ā ⊗ b
-_HAMILTON_PURE_B = _HAMILTON.reshape(4, 4, 4)[:, 1:, :].reshape(12, 4)                # a ⊗ (0, v)
+_HAMILTON = _bilinear_table(
+    [
+        [(1, 0, 0), (-1, 1, 1), (-1, 2, 2), (-1, 3, 3)],
+        [(1, 0, 1), (1, 1, 0), (1, 2, 3), (-1, 3, 2)],
+        [(1, 0, 2), (-1, 1, 3), (1, 2, 0), (1, 3, 1)],
+        [(1, 0, 3), (1, 1, 2), (-1, 2, 1), (1, 3, 0)],
+    ]
+)
+_HAMILTON_CONJ_A = _HAMILTON * np.repeat([1.0, -1.0, -1.0, -1.0], 4)[:, None]  # ā ⊗ b
+_HAMILTON_PURE_B = _HAMILTON.reshape(4, 4, 4)[:, 1:, :].reshape(12, 4)  # a ⊗ (0, v)
 # R(q)·|q|², homogeneous quadratic in q, row-major 3×3, and |q|² as a tenth column
-_ROTATION = _bilinear_table([
-    [(1, 0, 0), (1, 1, 1), (-1, 2, 2), (-1, 3, 3)], [(1, 1, 2), (1, 2, 1), (-1, 0, 3), (-1, 3, 0)],
-    [(1, 1, 3), (1, 3, 1), (1, 0, 2), (1, 2, 0)], [(1, 1, 2), (1, 2, 1), (1, 0, 3), (1, 3, 0)],
-    [(1, 0, 0), (-1, 1, 1), (1, 2, 2), (-1, 3, 3)], [(1, 2, 3), (1, 3, 2), (-1, 0, 1), (-1, 1, 0)],
-    [(1, 1, 3), (1, 3, 1), (-1, 0, 2), (-1, 2, 0)], [(1, 2, 3), (1, 3, 2), (1, 0, 1), (1, 1, 0)],
-    [(1, 0, 0), (-1, 1, 1), (-1, 2, 2), (1, 3, 3)], [(1, 0, 0), (1, 1, 1), (1, 2, 2), (1, 3, 3)]])
+_ROTATION = _bilinear_table(
+    [
+        [(1, 0, 0), (1, 1, 1), (-1, 2, 2), (-1, 3, 3)],
+        [(1, 1, 2), (1, 2, 1), (-1, 0, 3), (-1, 3, 0)],
+        [(1, 1, 3), (1, 3, 1), (1, 0, 2), (1, 2, 0)],
+        [(1, 1, 2), (1, 2, 1), (1, 0, 3), (1, 3, 0)],
+        [(1, 0, 0), (-1, 1, 1), (1, 2, 2), (-1, 3, 3)],
+        [(1, 2, 3), (1, 3, 2), (-1, 0, 1), (-1, 1, 0)],
+        [(1, 1, 3), (1, 3, 1), (-1, 0, 2), (-1, 2, 0)],
+        [(1, 2, 3), (1, 3, 2), (1, 0, 1), (1, 1, 0)],
+        [(1, 0, 0), (-1, 1, 1), (-1, 2, 2), (1, 3, 3)],
+        [(1, 0, 0), (1, 1, 1), (1, 2, 2), (1, 3, 3)],
+    ]
+)
 
 
 def _bilinear(a: np.ndarray, b: np.ndarray, table: np.ndarray) -> np.ndarray:
-    outer = np.einsum("...i,...j->...ij", a, b)      # (twice as fast as broadcasting a[..., :, None] * b)
+    outer = np.einsum("...i,...j->...ij", a, b)  # (twice as fast as broadcasting a[..., :, None] * b)
     lead = outer.shape[:-2]
     return (outer.reshape(-1, outer.shape[-2] * outer.shape[-1]) @ table).reshape(lead + (table.shape[1],))
 
 
 _CROSS = np.zeros((9, 3))
-_CROSS[[5, 7, 6, 2, 1, 3], [0, 0, 1, 1, 2, 2]] = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0]   # a × b from a_i b_j
+_CROSS[[5, 7, 6, 2, 1, 3], [0, 0, 1, 1, 2, 2]] = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0]  # a × b from a_i b_j
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

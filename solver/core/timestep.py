@@ -1,4 +1,5 @@
 """XPBD time stepping of a rod forest: Deul Algorithm 1 with the direct KKT solver or Gauss–Seidel."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,8 @@ class NonFiniteStateError(FloatingPointError):
 
 @dataclass
 class StepReport:
-    iterations: int       # Newton (KKT) or Gauss–Seidel iterations taken
-    residual: float       # ‖C + α̃λ‖∞ at the end of the step (Chebyshev norm of b, Eq. 22)
+    iterations: int  # Newton (KKT) or Gauss–Seidel iterations taken
+    residual: float  # ‖C + α̃λ‖∞ at the end of the step (Chebyshev norm of b, Eq. 22)
 
 
 class Simulator:
@@ -56,9 +57,18 @@ class Simulator:
     ``f(sim) -> (forces (n, 3), torques (n, 3))`` evaluated every step (wind, later).
     """
 
-    def __init__(self, model: RodModel, dt: float = 1.0 / 60.0, *, solver: str = "kkt",
-                 max_iterations: int = 10, tolerance: float = 1e-6, gravity=(0.0, 0.0, -9.81),
-                 damping: float = 0.0, kinematic: KinematicDriver | None = None):
+    def __init__(
+        self,
+        model: RodModel,
+        dt: float = 1.0 / 60.0,
+        *,
+        solver: str = "kkt",
+        max_iterations: int = 10,
+        tolerance: float = 1e-6,
+        gravity=(0.0, 0.0, -9.81),
+        damping: float = 0.0,
+        kinematic: KinematicDriver | None = None,
+    ):
         if not isinstance(model, RodModel):
             raise TypeError("model must be a RodModel")
         self.model = model
@@ -94,7 +104,7 @@ class Simulator:
         mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
         self._mass_diag_free = mass_diag[free]
         self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
-        self._mass_diag = mass_diag            # M without the implicit drag term (see _implicit_force_damping)
+        self._mass_diag = mass_diag  # M without the implicit drag term (see _implicit_force_damping)
         self._mass_augmented = False
         self.factor_reuse = 0
         self.lam = np.zeros((model.n_joints, 6))
@@ -113,8 +123,8 @@ class Simulator:
         self._joint_eval: joint_constraint.JointEvaluator | None = None
         self._evaluated_pose = None
         self._colours: list[np.ndarray] | None = None
-        self._alpha_tilde = None              # α̃ = α/Δt² per joint
-        self._factor_age = None               # no factorisation to reuse
+        self._alpha_tilde = None  # α̃ = α/Δt² per joint
+        self._factor_age = None  # no factorisation to reuse
 
     def remove_joints(self, joints) -> None:
         """Break the tree joints ``joints`` (indices into ``model``'s tree joints) between steps: the model
@@ -146,7 +156,7 @@ class Simulator:
             raise ValueError(f"dt must be a finite time step > 0 s, got {value}")
         self._dt = value
         self._alpha_tilde = None
-        self._factor_age = None       # α̃ = α/Δt² is in the factored matrix
+        self._factor_age = None  # α̃ = α/Δt² is in the factored matrix
 
     @property
     def solver(self) -> str:
@@ -279,8 +289,13 @@ class Simulator:
     def begin_step(self) -> None:
         """Lines 1–4: predict positions and orientations (with the gyroscopic term), λ ← 0."""
         dt = self._dt
-        self._saved = (self.positions.copy(), self.orientations.copy(), self.velocities.copy(),
-                       self.angular_velocities.copy(), self.time)
+        self._saved = (
+            self.positions.copy(),
+            self.orientations.copy(),
+            self.velocities.copy(),
+            self.angular_velocities.copy(),
+            self.time,
+        )
         f, t = self.external_loads()
         self._implicit_force_damping()
         free = ~self.model.pinned
@@ -289,7 +304,7 @@ class Simulator:
         w = self.angular_velocities
         inertia = self.model.inertia
         gyro = quat.cross(w, inertia * w)
-        if t.any():            # (gravity alone: no torque to turn into the body frame)
+        if t.any():  # (gravity alone: no torque to turn into the body frame)
             gyro = quat.rotate_inverse(self.orientations, t) - gyro
         else:
             np.negative(gyro, out=gyro)
@@ -320,8 +335,10 @@ class Simulator:
         in place since, e.g. by a Gauss–Seidel set, is detected by comparison and evaluated again)."""
         if self._joint_eval is None:
             self._joint_eval = joint_constraint.JointEvaluator(self.model)
-        pose = (np.ascontiguousarray(self.positions, dtype=float).tobytes(),
-                np.ascontiguousarray(self.orientations, dtype=float).tobytes())
+        pose = (
+            np.ascontiguousarray(self.positions, dtype=float).tobytes(),
+            np.ascontiguousarray(self.orientations, dtype=float).tobytes(),
+        )
         if pose != self._evaluated_pose:
             self._joint_eval.values(self.positions, self.orientations)
             self._evaluated_pose = pose
@@ -345,15 +362,22 @@ class Simulator:
         elif self.model.n_joints:
             if self._colours is None:
                 self._colours = colour_joints(self._seg_a, self._seg_b)
-            gauss_seidel_iteration(self.model, self.positions, self.orientations, self.lam,
-                                   self.alpha_tilde, self._inv_mass_diag, self._colours)
+            gauss_seidel_iteration(
+                self.model,
+                self.positions,
+                self.orientations,
+                self.lam,
+                self.alpha_tilde,
+                self._inv_mass_diag,
+                self._colours,
+            )
         set_residual = 0.0
         for constraint_set in self.gs_constraints:
             set_residual = max(set_residual, float(constraint_set.project(self)))
         return max(self.residual(), set_residual)
 
     def _kkt_iteration(self) -> None:
-        if self._kkt is None:   # rods and ropes: banded joint-space Cholesky; any other forest: tree contraction
+        if self._kkt is None:  # rods and ropes: banded joint-space Cholesky; any other forest: tree contraction
             n_free = self.free_index.size
             chains = chain_order(n_free, self._seg_a, self._seg_b) is not None
             self._kkt = (ChainKKT if chains else TreeKKT)(n_free, self._seg_a, self._seg_b)
@@ -364,9 +388,9 @@ class Simulator:
             else:
                 self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.jacobians())
             self._factor_age = 0
-        else:                  # simplified Newton (factor_reuse): H of an earlier iterate
+        else:  # simplified Newton (factor_reuse): H of an earlier iterate
             self._factor_age += 1
-        dx, dlam = self._kkt.solve(None, rhs)   # Eq. 22: H (Δx, Δλ) = (0, −b)
+        dx, dlam = self._kkt.solve(None, rhs)  # Eq. 22: H (Δx, Δλ) = (0, −b)
         f = self._free_rows()
         self.positions[f] += dx[:, :3]
         self.orientations[f] = quat.integrate_body(self.orientations[f], dx[:, 3:])
@@ -400,9 +424,10 @@ class Simulator:
                 self._restore()
                 raise NonFiniteStateError(
                     f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
-                    "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)")
+                    "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)"
+                )
         self.velocities, self.angular_velocities = v, w
-        for constraint_set in self.gs_constraints:   # velocity corrections (friction, restitution); time = step start
+        for constraint_set in self.gs_constraints:  # velocity corrections (friction, restitution); time = step start
             constraint_set.end_step(self)
         self.time = self.time + dt
         self._step_open = False
@@ -419,13 +444,14 @@ class Simulator:
             iterations = 0
             res = self.residual()
             # a Gauss–Seidel set's residual is only known from its sweep: then iterate at least once
-            while (np.isfinite(res) and res > self._tolerance or (iterations == 0 and self.gs_constraints)) \
-                    and iterations < self._max_iterations:
+            while (
+                np.isfinite(res) and res > self._tolerance or (iterations == 0 and self.gs_constraints)
+            ) and iterations < self._max_iterations:
                 before = res
                 res = self.iterate()
                 iterations += 1
                 if self._factor_age and res > REUSE_CONTRACTION * before:
-                    self._factor_age = None     # the reused factorisation has gone stale: refactor next time
+                    self._factor_age = None  # the reused factorisation has gone stale: refactor next time
         except (np.linalg.LinAlgError, FloatingPointError) as exc:
             self._restore()
             raise NonFiniteStateError(f"the solver failed at t = {self.time:.6g} s ({exc}); state restored") from exc

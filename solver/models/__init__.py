@@ -4,6 +4,7 @@ both on ``position_based_rod``, a force-based deformable linear object (``dlo``)
 integrators of ``integrators``, all by name in ``rod_models``; ``rod_set`` runs one such rod per branch
 behind the Simulator-like face the add-on uses.
 """
+
 from .dlo import DLORod
 from .integrators import INTEGRATORS, get_integrator
 from .paobcr import PaOBCRRod
@@ -12,5 +13,15 @@ from .rod_interface import PolylineRod
 from .rod_models import ROD_MODELS, StiffRod, make_rod
 from .rod_set import RodSet
 
-__all__ = ["PolylineRod", "PaOBCRRod", "PBERRod", "DLORod", "StiffRod", "ROD_MODELS", "make_rod", "INTEGRATORS",
-           "get_integrator", "RodSet"]
+__all__ = [
+    "PolylineRod",
+    "PaOBCRRod",
+    "PBERRod",
+    "DLORod",
+    "StiffRod",
+    "ROD_MODELS",
+    "make_rod",
+    "INTEGRATORS",
+    "get_integrator",
+    "RodSet",
+]

@@ -19,6 +19,7 @@ The node mass (half of each adjacent edge's mass) is split equally among R_k, P_
 is integrated with one of :data:`solver.models.integrators.INTEGRATORS`. ``residual()`` is the largest net
 force [N] on a free particle at zero velocity (static imbalance).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,8 +63,18 @@ class DLORod(PolylineRod):
 
     name = "dlo"
 
-    def __init__(self, points, radius, youngs_modulus, torsion_modulus=None, density=1000.0, *,
-                 integrator: str = "symplectic_euler", spring_damping: float = 0.0, **kw):
+    def __init__(
+        self,
+        points,
+        radius,
+        youngs_modulus,
+        torsion_modulus=None,
+        density=1000.0,
+        *,
+        integrator: str = "symplectic_euler",
+        spring_damping: float = 0.0,
+        **kw,
+    ):
         super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
         self.integrator_name = integrator
         self.integrator = get_integrator(integrator)
@@ -75,15 +86,20 @@ class DLORod(PolylineRod):
         a = self.point_radius
         d1 = quat.rotate(node_frame, np.array([1.0, 0.0, 0.0]))
         d2 = quat.rotate(node_frame, np.array([0.0, 1.0, 0.0]))
-        self.x = np.concatenate((self.rest_points, self.rest_points + a[:, None] * d1,
-                                 self.rest_points + a[:, None] * d2))            # R, Q, P
+        self.x = np.concatenate(
+            (self.rest_points, self.rest_points + a[:, None] * d1, self.rest_points + a[:, None] * d2)
+        )  # R, Q, P
         self.v = np.zeros_like(self.x)
         self.rest_x = self.x.copy()
         R, Q, P = np.arange(k), k + np.arange(k), 2 * k + np.arange(k)
         e = np.arange(n)
-        self.tets = np.concatenate((np.stack((R[e + 1], P[e], Q[e], R[e]), 1),
-                                    np.stack((R[e + 1], Q[e + 1], Q[e], P[e]), 1),
-                                    np.stack((R[e + 1], P[e], P[e + 1], Q[e + 1]), 1)))
+        self.tets = np.concatenate(
+            (
+                np.stack((R[e + 1], P[e], Q[e], R[e]), 1),
+                np.stack((R[e + 1], Q[e + 1], Q[e], P[e]), 1),
+                np.stack((R[e + 1], P[e], P[e + 1], Q[e + 1]), 1),
+            )
+        )
         pairs = self.tets[:, [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]].reshape(-1, 2)
         self.springs = np.unique(np.sort(pairs, axis=1), axis=0)
         self.rest_spring = np.linalg.norm(self.x[self.springs[:, 1]] - self.x[self.springs[:, 0]], axis=1)
@@ -128,7 +144,7 @@ class DLORod(PolylineRod):
     def _link_angles(self, x):
         """u_ab for every link (a, b): twist angle of R_bQ_b relative to R_aQ_a about R_aR_b."""
         k = self.n_points
-        r, q = x[:k], x[k:2 * k]
+        r, q = x[:k], x[k : 2 * k]
         t = r[1:] - r[:-1]
         t = t / np.linalg.norm(t, axis=1, keepdims=True)
         return _signed_angle(q[:-1] - r[:-1], q[1:] - r[1:], t)
@@ -140,16 +156,16 @@ class DLORod(PolylineRod):
         d = x[j] - x[i]
         length = np.linalg.norm(d, axis=1)
         u = d / length[:, None]
-        mag = self.k_spring * (length - self.rest_spring)                                   # Eq. 9
+        mag = self.k_spring * (length - self.rest_spring)  # Eq. 9
         if self.spring_damping:
             mag = mag + self.spring_damping * self.k_spring * np.einsum("ij,ij->i", v[j] - v[i], u)
         fs = mag[:, None] * u
         np.add.at(f, i, fs)
         np.subtract.at(f, j, fs)
-        vol, grads = self.volume_gradients(x)                                               # Eqs. 10–13
+        vol, grads = self.volume_gradients(x)  # Eqs. 10–13
         coef = -self.k_volume * (vol - self.rest_volume) / self.rest_volume**2
         np.add.at(f, self.tets, coef[:, None, None] * grads)
-        ft, qi, rj = self._torsion(x)                                                       # Eq. 15
+        ft, qi, rj = self._torsion(x)  # Eq. 15
         np.add.at(f, qi, ft)
         np.subtract.at(f, rj, ft)
         return f
@@ -158,7 +174,7 @@ class DLORod(PolylineRod):
         """Torsion-spring forces on Q_j (and −F on R_j) of the interior nodes."""
         k = self.n_points
         i, j, l = self._tor
-        r, q = x[:k], x[k:2 * k]
+        r, q = x[:k], x[k : 2 * k]
         u = self._link_angles(x)
         t = r[1:] - r[:-1]
         t = t / np.linalg.norm(t, axis=1, keepdims=True)
@@ -179,10 +195,13 @@ class DLORod(PolylineRod):
         cv = (self._volumes(x) - self.rest_volume) / self.rest_volume
         ft, _, _ = self._torsion(x)
         free = self.free
-        return float(0.5 * np.sum(self.mass[free] * np.sum(v[free] ** 2, axis=1))
-                     + 0.5 * np.sum(self.k_spring * d * d) + 0.5 * np.sum(self.k_volume * cv * cv)
-                     + 0.5 * np.sum(np.sum(ft * ft, axis=1) / self.k_torsion)
-                     - np.sum(self.mass[free] * (x[free] @ self.gravity)))
+        return float(
+            0.5 * np.sum(self.mass[free] * np.sum(v[free] ** 2, axis=1))
+            + 0.5 * np.sum(self.k_spring * d * d)
+            + 0.5 * np.sum(self.k_volume * cv * cv)
+            + 0.5 * np.sum(np.sum(ft * ft, axis=1) / self.k_torsion)
+            - np.sum(self.mass[free] * (x[free] @ self.gravity))
+        )
 
     # ------------------------------------------------------------------ interface
     def step(self, dt: float) -> None:
@@ -197,8 +216,10 @@ class DLORod(PolylineRod):
                 x[idx] = target
         bad = np.flatnonzero(~(np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(v), axis=1)))
         if bad.size:
-            raise NonFiniteStateError(f"dlo ({self.integrator_name}): the step at t = {self.time:.6g} s made "
-                                      f"particle {int(bad[0])} non-finite (dt too large for this integrator)")
+            raise NonFiniteStateError(
+                f"dlo ({self.integrator_name}): the step at t = {self.time:.6g} s made "
+                f"particle {int(bad[0])} non-finite (dt too large for this integrator)"
+            )
         self.x, self.v = x, v
         self.time += dt
 

@@ -18,6 +18,7 @@ Readings of the seed where its text is ambiguous (its Table 2 is garbled):
 - ``verlet`` (Verlet 1967): x₁ = 2x − x₋₁ + h² a(x, v); v₁ = (x₁ − x)/h.
 - ``forest_ruth``: the fourth-order symplectic composition of Forest & Ruth 1990 (θ = 1/(2 − ∛2)).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ def verlet(x, v, h, accel: Accel, memory):
     a = accel(x, v)
     prev = memory.get("x_prev")
     if prev is None or memory.get("h") != h or prev.shape != x.shape:
-        prev = x - h * v + 0.5 * h * h * a         # Taylor start: x(−h)
+        prev = x - h * v + 0.5 * h * h * a  # Taylor start: x(−h)
     x1 = 2.0 * x - prev + h * h * a
     memory["x_prev"], memory["h"] = x, h
     return x1, (x1 - x) / h
@@ -89,16 +90,15 @@ def rk4(x, v, h, accel: Accel, memory):
     k2x, k2v = v + 0.5 * h * k1v, accel(x + 0.5 * h * k1x, v + 0.5 * h * k1v)
     k3x, k3v = v + 0.5 * h * k2v, accel(x + 0.5 * h * k2x, v + 0.5 * h * k2v)
     k4x, k4v = v + h * k3v, accel(x + h * k3x, v + h * k3v)
-    return (x + h / 6.0 * (k1x + 2 * k2x + 2 * k3x + k4x),
-            v + h / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v))
+    return (x + h / 6.0 * (k1x + 2 * k2x + 2 * k3x + k4x), v + h / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v))
 
 
 @dataclass(frozen=True)
 class Integrator:
     step: Callable
-    symplectic_claimed: bool     # the seed's Table 1 column
-    order: int                   # order of accuracy (global error ~ h^order)
-    evaluations: int             # accelerations per step
+    symplectic_claimed: bool  # the seed's Table 1 column
+    order: int  # order of accuracy (global error ~ h^order)
+    evaluations: int  # accelerations per step
 
 
 INTEGRATORS: dict[str, Integrator] = {

@@ -17,6 +17,7 @@ with I⊥ = m (r²/4 + l²/12) the segment's inertia about an axis orthogonal to
 factor 4 because |δq| = |δφ|/2). Quaternions are renormalised after every update (the unit-length
 constraint of §4). Default order: bilateral interleaving (§7, Fig. 4).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..core import quaternion as quat
 from ..core.model import DEFAULT_STRETCH_COMPLIANCE
 from .position_based_rod import PositionBasedRod
 
-_E3_CONJ = np.array([0.0, 0.0, 0.0, -1.0])   # ē3 as a quaternion
+_E3_CONJ = np.array([0.0, 0.0, 0.0, -1.0])  # ē3 as a quaternion
 
 
 def _pure(v: np.ndarray) -> np.ndarray:
@@ -52,7 +53,7 @@ class StretchShear:
         self.lam = np.zeros((lengths.size, 3))
 
     def value(self, rod) -> np.ndarray:
-        return rod.x[1:rod.n_points] - rod.x[:rod.n_points - 1] - self.l[:, None] * director_d3(rod.q)
+        return rod.x[1 : rod.n_points] - rod.x[: rod.n_points - 1] - self.l[:, None] * director_d3(rod.q)
 
     def project(self, rod, idx: np.ndarray, inv_dt2: float) -> None:
         a, b = idx, idx + 1
@@ -75,9 +76,9 @@ class BendTwist:
 
     def __init__(self, rest_orientations: np.ndarray, joint_lengths: np.ndarray, stiffness: np.ndarray):
         r0 = quat.multiply(quat.conjugate(rest_orientations[:-1]), rest_orientations[1:])
-        self.omega0 = r0[:, 1:]                       # Im(q̄⁰u⁰), dimensionless (= l/2 · Ω⁰)
+        self.omega0 = r0[:, 1:]  # Im(q̄⁰u⁰), dimensionless (= l/2 · Ω⁰)
         self.l = joint_lengths
-        self.alpha = 1.0 / (stiffness * joint_lengths[:, None])   # (K l)⁻¹ [1/(N·m)], Deul Eq. 24
+        self.alpha = 1.0 / (stiffness * joint_lengths[:, None])  # (K l)⁻¹ [1/(N·m)], Deul Eq. 24
         self.lam = np.zeros((joint_lengths.size, 3))
 
     def _c(self, qa, qb, j):
@@ -112,8 +113,18 @@ class PaOBCRRod(PositionBasedRod):
 
     name = "paobcr"
 
-    def __init__(self, points, radius, youngs_modulus, torsion_modulus=None, density=1000.0, *,
-                 ordering: str = "bilateral", stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE, **kw):
+    def __init__(
+        self,
+        points,
+        radius,
+        youngs_modulus,
+        torsion_modulus=None,
+        density=1000.0,
+        *,
+        ordering: str = "bilateral",
+        stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+        **kw,
+    ):
         super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
         if not (np.isfinite(stretch_compliance) and stretch_compliance > 0):
             raise ValueError(f"stretch_compliance must be finite and > 0 (m/N), got {stretch_compliance!r}")
@@ -123,18 +134,23 @@ class PaOBCRRod(PositionBasedRod):
         m_p[1:] += 0.5 * self.edge_mass
         r, l = self.edge_radius, self.lengths
         i_perp = self.edge_mass * (r * r / 4.0 + l * l / 12.0)
-        self._init_state(self.rest_points, 1.0 / m_p, self.frames, 1.0 / (4.0 * i_perp),
-                         pinned_particles={"start": [0, 1], "end": [k - 2, k - 1]},
-                         pinned_quats={"start": [0], "end": [n - 1]})
-        self.kinds = {"stretch": StretchShear(l, np.full(n, float(stretch_compliance))),
-                      "bend": BendTwist(self.frames, self.joint_lengths, self.bend_twist_stiffness)}
+        self._init_state(
+            self.rest_points,
+            1.0 / m_p,
+            self.frames,
+            1.0 / (4.0 * i_perp),
+            pinned_particles={"start": [0, 1], "end": [k - 2, k - 1]},
+            pinned_quats={"start": [0], "end": [n - 1]},
+        )
+        self.kinds = {
+            "stretch": StretchShear(l, np.full(n, float(stretch_compliance))),
+            "bend": BendTwist(self.frames, self.joint_lengths, self.bend_twist_stiffness),
+        }
         e = np.arange(n)
         j = np.arange(n - 1)
-        variables = {"stretch": np.stack((e, e + 1, k + e), axis=1),
-                     "bend": np.stack((k + j, k + j + 1), axis=1)}
-        active = {"stretch": (self.w[e] + self.w[e + 1] + self.wq[e]) > 0,
-                  "bend": (self.wq[j] + self.wq[j + 1]) > 0}
+        variables = {"stretch": np.stack((e, e + 1, k + e), axis=1), "bend": np.stack((k + j, k + j + 1), axis=1)}
+        active = {"stretch": (self.w[e] + self.w[e + 1] + self.wq[e]) > 0, "bend": (self.wq[j] + self.wq[j + 1]) > 0}
         natural = [("stretch", 0)]
-        for i in range(n - 1):                      # s0, b0, s1, b1, …, s_{n-1}: along the rod
+        for i in range(n - 1):  # s0, b0, s1, b1, …, s_{n-1}: along the rod
             natural += [("bend", i), ("stretch", i + 1)]
         self._build_sweep(ordering, natural, ["stretch", "bend"], variables, active)

@@ -21,6 +21,7 @@ the acceleration its edge actually had over the previous step — g in free fall
 at rest — so ghosts fall with a falling rod but do not twist a hanging one (the bias the talk's
 "selective gravity" removes); "full" applies g to ghosts, "none" nothing.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,21 +51,21 @@ def material_frame(pa, pb, g, with_jacobians: bool = False):
     p3 = (eye - d3[:, :, None] * d3[:, None, :]) / le[:, None, None]
     p2 = (eye - d2[:, :, None] * d2[:, None, :]) / lc[:, None, None]
     sk_d3, sk_h, sk_d2 = quat.skew(d3), quat.skew(h), quat.skew(d2)
-    jd3 = np.stack((-p3, p3, np.zeros_like(p3)), axis=1)                  # ∂d3/∂(pa, pb, g)
+    jd3 = np.stack((-p3, p3, np.zeros_like(p3)), axis=1)  # ∂d3/∂(pa, pb, g)
     hp3 = sk_h @ p3
-    jc = np.stack((-sk_d3 + hp3, -hp3, sk_d3), axis=1)                   # c = d3 × h
+    jc = np.stack((-sk_d3 + hp3, -hp3, sk_d3), axis=1)  # c = d3 × h
     jd2 = p2[:, None] @ jc
-    jd1 = -sk_d3[:, None] @ jd2 + sk_d2[:, None] @ jd3                   # d1 = d2 × d3
+    jd1 = -sk_d3[:, None] @ jd2 + sk_d2[:, None] @ jd3  # d1 = d2 × d3
     return frame, np.stack((jd1, jd2, jd3), axis=1)
 
 
-_CYCLIC = ((2, 1), (0, 2), (1, 0))   # Ω_i from R_jk − R_kj with (j, k) = (3,2), (1,3), (2,1) (0-based)
+_CYCLIC = ((2, 1), (0, 2), (1, 0))  # Ω_i from R_jk − R_kj with (j, k) = (3,2), (1,3), (2,1) (0-based)
 
 
 def darboux(frame_a, frame_b, mid_length):
     """Modified discrete Darboux vector (m, 3) [1/m] of frame B relative to A, in A's frame:
     (2/l) tan(θ/2) n for a relative rotation by θ about n."""
-    r = frame_a @ np.swapaxes(frame_b, 1, 2)           # R_jk = d_A^j · d_B^k
+    r = frame_a @ np.swapaxes(frame_b, 1, 2)  # R_jk = d_A^j · d_B^k
     n = np.stack([r[:, j, k] - r[:, k, j] for j, k in _CYCLIC], axis=1)
     d = 1.0 + np.trace(r, axis1=1, axis2=2)
     return (2.0 / mid_length)[:, None] * n / d[:, None]
@@ -83,9 +84,9 @@ def darboux_with_gradient(pa, pb, pc, ga, gb, mid_length):
     dr[:, :, :, [0, 1, 3]] += dr_a
     dr[:, :, :, [1, 2, 4]] += dr_b
     n = np.stack([r[:, j, k] - r[:, k, j] for j, k in _CYCLIC], axis=1)
-    dn = np.stack([dr[:, j, k] - dr[:, k, j] for j, k in _CYCLIC], axis=1)   # (m, 3, 5, 3)
+    dn = np.stack([dr[:, j, k] - dr[:, k, j] for j, k in _CYCLIC], axis=1)  # (m, 3, 5, 3)
     d = 1.0 + np.trace(r, axis1=1, axis2=2)
-    dd = dr[:, 0, 0] + dr[:, 1, 1] + dr[:, 2, 2]                              # (m, 5, 3)
+    dd = dr[:, 0, 0] + dr[:, 1, 1] + dr[:, 2, 2]  # (m, 5, 3)
     f = (2.0 / mid_length) / d
     omega = f[:, None] * n
     grad = f[:, None, None, None] * (dn - (n / d[:, None])[:, :, None, None] * dd[:, None])
@@ -156,7 +157,7 @@ class _BendTwist:
         p = rod.x[pts]
         omega, grad = darboux_with_gradient(p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 4], self.l[idx])
         c = omega - self.omega0[idx]
-        w = rod.w[pts]                                                     # (m, 5)
+        w = rod.w[pts]  # (m, 5)
         at = self.alpha[idx] * inv_dt2
         s = np.einsum("ms,msix,msjx->mij", w, grad, grad)
         s[:, [0, 1, 2], [0, 1, 2]] += at
@@ -175,16 +176,31 @@ class PBERRod(PositionBasedRod):
 
     name = "pber"
 
-    def __init__(self, points, radius, youngs_modulus, torsion_modulus=None, density=1000.0, *,
-                 ordering: str = "bilateral", ghost_gravity: str = "selective", ghost_distance=None,
-                 stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE, **kw):
+    def __init__(
+        self,
+        points,
+        radius,
+        youngs_modulus,
+        torsion_modulus=None,
+        density=1000.0,
+        *,
+        ordering: str = "bilateral",
+        ghost_gravity: str = "selective",
+        ghost_distance=None,
+        stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+        **kw,
+    ):
         super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
         if ghost_gravity not in GHOST_GRAVITY:
             raise ValueError(f"ghost_gravity must be one of {GHOST_GRAVITY}, got {ghost_gravity!r}")
         if not (np.isfinite(stretch_compliance) and stretch_compliance > 0):
             raise ValueError(f"stretch_compliance must be finite and > 0 (m/N), got {stretch_compliance!r}")
         n, k = self.n_edges, self.n_points
-        lg = self.lengths.copy() if ghost_distance is None else np.broadcast_to(np.asarray(ghost_distance, float), (n,)).copy()
+        lg = (
+            self.lengths.copy()
+            if ghost_distance is None
+            else np.broadcast_to(np.asarray(ghost_distance, float), (n,)).copy()
+        )
         bad = np.flatnonzero(~(np.isfinite(lg) & (lg > 0)))
         if bad.size:
             raise ValueError(f"ghost_distance[{int(bad[0])}] must be finite and > 0")
@@ -195,29 +211,44 @@ class PBERRod(PositionBasedRod):
         x = np.concatenate((self.rest_points, mid + lg[:, None] * d1))
         third = self.edge_mass / 3.0
         m = np.zeros(k + n)
-        m[:k - 1] += third
+        m[: k - 1] += third
         m[1:k] += third
         m[k:] = third
         e = np.arange(n)
-        self._init_state(x, 1.0 / m, np.zeros((0, 4)), np.zeros(0),
-                         pinned_particles={"start": [0, 1, k], "end": [k - 2, k - 1, k + n - 1]},
-                         pinned_quats={"start": [], "end": []})
+        self._init_state(
+            x,
+            1.0 / m,
+            np.zeros((0, 4)),
+            np.zeros(0),
+            pinned_particles={"start": [0, 1, k], "end": [k - 2, k - 1, k + n - 1]},
+            pinned_quats={"start": [], "end": []},
+        )
         # first step: the edge's external acceleration (g for a free edge), measured afterwards
-        self._edge_acc = 0.5 * (self._free_x[:k - 1].astype(float) + self._free_x[1:k])[:, None] * self.gravity
+        self._edge_acc = 0.5 * (self._free_x[: k - 1].astype(float) + self._free_x[1:k])[:, None] * self.gravity
         self._v_edge_prev = None
-        self.kinds = {"length": _Edges(self, "length", stretch_compliance),
-                      "bisector": _Edges(self, "bisector", stretch_compliance),
-                      "ghost": _Edges(self, "ghost", stretch_compliance),
-                      "darboux": _BendTwist(self)}
+        self.kinds = {
+            "length": _Edges(self, "length", stretch_compliance),
+            "bisector": _Edges(self, "bisector", stretch_compliance),
+            "ghost": _Edges(self, "ghost", stretch_compliance),
+            "darboux": _BendTwist(self),
+        }
         j = np.arange(n - 1)
         edge_vars = np.stack((e, e + 1, k + e), axis=1)
-        variables = {"length": edge_vars[:, :2], "bisector": edge_vars, "ghost": edge_vars,
-                     "darboux": self.kinds["darboux"].pts}
+        variables = {
+            "length": edge_vars[:, :2],
+            "bisector": edge_vars,
+            "ghost": edge_vars,
+            "darboux": self.kinds["darboux"].pts,
+        }
         edge_free = (self.w[e] + self.w[e + 1] + self.w[k + e]) > 0
-        active = {"length": (self.w[e] + self.w[e + 1]) > 0, "bisector": edge_free, "ghost": edge_free,
-                  "darboux": np.any(self.w[variables["darboux"]] > 0, axis=1)}
+        active = {
+            "length": (self.w[e] + self.w[e + 1]) > 0,
+            "bisector": edge_free,
+            "ghost": edge_free,
+            "darboux": np.any(self.w[variables["darboux"]] > 0, axis=1),
+        }
         natural = []
-        for i in range(n):                           # per edge: length, bisector, ghost; then Darboux i
+        for i in range(n):  # per edge: length, bisector, ghost; then Darboux i
             natural += [("length", i), ("bisector", i), ("ghost", i)]
             if i < n - 1:
                 natural.append(("darboux", i))
@@ -235,7 +266,7 @@ class PBERRod(PositionBasedRod):
     def end_step(self) -> None:
         super().end_step()
         k = self.n_points
-        v_edge = 0.5 * (self.v[:k - 1] + self.v[1:k])
+        v_edge = 0.5 * (self.v[: k - 1] + self.v[1:k])
         if self._v_edge_prev is not None:
             self._edge_acc = (v_edge - self._v_edge_prev) / self.last_dt
         self._v_edge_prev = v_edge
@@ -244,7 +275,7 @@ class PBERRod(PositionBasedRod):
         """Angle [rad] of each edge's d1 about its d3 relative to the rest frame parallel-transported
         onto the current edge (for the ghost-gravity bias)."""
         k = self.n_points
-        f = material_frame(self.x[:k - 1], self.x[1:k], self.x[k:])
+        f = material_frame(self.x[: k - 1], self.x[1:k], self.x[k:])
         rest = quat.rotate(self.frames, np.array([1.0, 0.0, 0.0]))
         t = quat.from_two_vectors(quat.rotate(self.frames, np.array([0.0, 0.0, 1.0])), f[:, 2])
         ref = quat.rotate(t, rest)

@@ -13,6 +13,7 @@ its C, ``project(rod, idx, inv_dt2)`` (Eq. 17 with compliance: Δλ = −(J W J�
 Δx = W Jᵀ Δλ, in place) and ``value(rod)`` → C (m, d). ``residual()`` is max |C + α̃λ| over every
 constraint (the Chebyshev norm Deul et al. plot in Fig. 10).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,9 @@ class PositionBasedRod(PolylineRod):
         self.rest_x = self.x.copy()
         self.rest_q = self.q.copy()
         # clamp indices per end (empty for an end that is not pinned)
-        self._pin_x = {e: np.asarray(pinned_particles[e] if e in self.pinned_ends else (), dtype=np.int64) for e in ENDS}
+        self._pin_x = {
+            e: np.asarray(pinned_particles[e] if e in self.pinned_ends else (), dtype=np.int64) for e in ENDS
+        }
         self._pin_q = {e: np.asarray(pinned_quats[e] if e in self.pinned_ends else (), dtype=np.int64) for e in ENDS}
         for e in ENDS:
             self.w[self._pin_x[e]] = 0.0
@@ -79,7 +82,7 @@ class PositionBasedRod(PolylineRod):
     def end_step(self) -> None:
         dt = self.last_dt
         v = (self.x - self._x_old) / dt
-        omega = quat.body_rotation_vector(self._q_old, self.q) / dt      # Eq. 19
+        omega = quat.body_rotation_vector(self._q_old, self.q) / dt  # Eq. 19
         if self.damping > 0.0:
             decay = np.exp(-self.damping * dt)
             v *= decay
@@ -89,8 +92,10 @@ class PositionBasedRod(PolylineRod):
         if bad.size or bad_q.size:
             self.x, self.q = self._x_old, self._q_old
             what = f"particle {int(bad[0])}" if bad.size else f"orientation {int(bad_q[0])}"
-            raise NonFiniteStateError(f"{self.name}: the step at t = {self.time:.6g} s produced a non-finite "
-                                      f"{what}; state restored (reduce dt or raise the compliance)")
+            raise NonFiniteStateError(
+                f"{self.name}: the step at t = {self.time:.6g} s produced a non-finite "
+                f"{what}; state restored (reduce dt or raise the compliance)"
+            )
         self.v, self.omega = v, omega
         self.time += dt
 
@@ -116,8 +121,9 @@ class PositionBasedRod(PolylineRod):
         return float(0.5 * np.sum(m * np.sum(self.v**2, axis=1)))
 
 
-def project_scalar(rod: PositionBasedRod, kind, idx: np.ndarray, c: np.ndarray, points: list, grads: list,
-                   inv_dt2: float) -> None:
+def project_scalar(
+    rod: PositionBasedRod, kind, idx: np.ndarray, c: np.ndarray, points: list, grads: list, inv_dt2: float
+) -> None:
     """XPBD projection of scalar constraints (Eq. 17 with compliance) on particles only, in place.
 
     ``points``: index arrays (m,) of the particles; ``grads``: their gradients (m, 3)."""

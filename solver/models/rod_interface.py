@@ -12,6 +12,7 @@ Material frames are parallel-transported along the polyline (Kugelstadt & Schöm
 Darboux vector, no flipping) and then turned about the tangent by ``twist_rate · s`` (intrinsic twist).
 A pinned end clamps its end edge (both end points and the edge's frame).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -86,9 +87,20 @@ class PolylineRod:
 
     name = "rod"
 
-    def __init__(self, points, radius, youngs_modulus: float, torsion_modulus: float | None = None,
-                 density: float = 1000.0, *, pinned=("start",), twist_rate: float = 0.0, iterations: int = 10,
-                 gravity=(0.0, 0.0, -9.81), damping: float = 0.0):
+    def __init__(
+        self,
+        points,
+        radius,
+        youngs_modulus: float,
+        torsion_modulus: float | None = None,
+        density: float = 1000.0,
+        *,
+        pinned=("start",),
+        twist_rate: float = 0.0,
+        iterations: int = 10,
+        gravity=(0.0, 0.0, -9.81),
+        damping: float = 0.0,
+    ):
         pts, lengths = check_polyline(points)
         k = pts.shape[0]
         rad = np.asarray(radius, dtype=float)
@@ -100,8 +112,11 @@ class PolylineRod:
         if bad.size:
             raise ValueError(f"radius[{int(bad[0])}] must be finite and > 0, got {rad[bad[0]]}")
         self.youngs_modulus = _finite_positive("youngs_modulus", youngs_modulus)
-        self.torsion_modulus = (self.youngs_modulus / 2.6 if torsion_modulus is None
-                                else _finite_positive("torsion_modulus", torsion_modulus))
+        self.torsion_modulus = (
+            self.youngs_modulus / 2.6
+            if torsion_modulus is None
+            else _finite_positive("torsion_modulus", torsion_modulus)
+        )
         self.density = _finite_positive("density", density)
         ends = {pinned} if isinstance(pinned, str) else set(pinned)
         unknown = ends - set(ENDS)
@@ -128,8 +143,9 @@ class PolylineRod:
         self.frames = edge_frames(pts, twist_rate)
         self.edge_mass = self.density * np.pi * self.edge_radius**2 * lengths
         i1, i2, j = cross_section_moments(np.repeat(rad[1:-1, None], 2, axis=1))
-        self.bend_twist_stiffness = np.stack((self.youngs_modulus * i1, self.youngs_modulus * i2,
-                                              self.torsion_modulus * j), axis=1)
+        self.bend_twist_stiffness = np.stack(
+            (self.youngs_modulus * i1, self.youngs_modulus * i2, self.torsion_modulus * j), axis=1
+        )
         # Darboux length of each interior point: its share of the rod; a clamped end edge is support,
         # not rod, so the joint next to it stands for half of the free edge only (as Deul's cantilever)
         self.joint_lengths = 0.5 * (lengths[:-1] + lengths[1:])

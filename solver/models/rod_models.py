@@ -8,6 +8,7 @@ Names (``ROD_MODELS``): "stiff_kkt" (Deul et al.'s direct solver, this project's
 "stiff_gs" (the same segments and joints, XPBD Gauss–Seidel), "paobcr" (Kugelstadt & Schömer),
 "pber" (Umetani et al.), "dlo" (Cioacă & Cărămizaru's force-based object with an explicit integrator).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,24 +31,48 @@ class StiffRod(PolylineRod):
 
     name = "stiff"
 
-    def __init__(self, points, radius, youngs_modulus, torsion_modulus=None, density=1000.0, *,
-                 solver: str = "kkt", tolerance: float = 0.0,
-                 stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE, **kw):
+    def __init__(
+        self,
+        points,
+        radius,
+        youngs_modulus,
+        torsion_modulus=None,
+        density=1000.0,
+        *,
+        solver: str = "kkt",
+        tolerance: float = 0.0,
+        stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+        **kw,
+    ):
         super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
-        base = rod_from_polyline(self.rest_points, self.point_radius, self.youngs_modulus, self.torsion_modulus,
-                                 self.density, pinned=sorted(self.pinned_ends), stretch_compliance=stretch_compliance)
+        base = rod_from_polyline(
+            self.rest_points,
+            self.point_radius,
+            self.youngs_modulus,
+            self.torsion_modulus,
+            self.density,
+            pinned=sorted(self.pinned_ends),
+            stretch_compliance=stretch_compliance,
+        )
         # rest Darboux vectors with the intrinsic twist; the interface's Darboux lengths (clamp joints)
         self.model = base.copy_with(orientations=self.frames, joint_lengths=self.joint_lengths)
         self._pinned_segments = [(end, self.end_edge(end)) for end in ENDS if end in self.pinned_ends]
-        self.sim = Simulator(self.model, solver=solver, max_iterations=self.iterations, tolerance=tolerance,
-                             gravity=self.gravity, damping=self.damping,
-                             kinematic=self._clamps if self._pinned_segments else None)
+        self.sim = Simulator(
+            self.model,
+            solver=solver,
+            max_iterations=self.iterations,
+            tolerance=tolerance,
+            gravity=self.gravity,
+            damping=self.damping,
+            kinematic=self._clamps if self._pinned_segments else None,
+        )
         self.name = f"stiff_{solver}"
 
     def _clamps(self, t):
         pos = np.array([self.clamp_transform(end, self.model.positions[s]) for end, s in self._pinned_segments])
-        ori = np.array([quat.multiply(self.clamp_rotation(end), self.model.orientations[s])
-                        for end, s in self._pinned_segments])
+        ori = np.array(
+            [quat.multiply(self.clamp_rotation(end), self.model.orientations[s]) for end, s in self._pinned_segments]
+        )
         return pos, ori
 
     def step(self, dt: float) -> None:
@@ -61,7 +86,7 @@ class StiffRod(PolylineRod):
         half[:, 2] = 0.5 * l
         start = sim.positions - quat.rotate(sim.orientations, half)
         end = sim.positions + quat.rotate(sim.orientations, half)
-        inner = 0.5 * (end[:-1] + start[1:])       # the two attachment points of a joint (equal up to σ⁻¹)
+        inner = 0.5 * (end[:-1] + start[1:])  # the two attachment points of a joint (equal up to σ⁻¹)
         return np.concatenate((start[:1], inner, end[-1:]))
 
     def residual(self) -> float:
@@ -74,6 +99,7 @@ class StiffRod(PolylineRod):
 def _stiff(solver):
     def build(*args, **kw):
         return StiffRod(*args, solver=solver, **kw)
+
     return build
 
 

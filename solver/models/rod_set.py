@@ -16,6 +16,7 @@ bounded by Gershgorin's theorem on the mass-scaled stiffness of springs and volu
 (``courant`` = 0.5). A material that would need more than ``max_substeps`` per step is refused: explicit
 integration of stiff rods is what the seed shows to be impractical.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,9 +42,24 @@ class RodSet:
     convergence measures), ``max_iterations``.
     """
 
-    def __init__(self, kind: str, model, branches, span_segment, *, youngs_modulus: float, torsion_modulus: float,
-                 density: float, pin_start: bool = True, iterations: int = 5, dt: float = 1.0 / 48.0,
-                 gravity=(0.0, 0.0, -9.81), damping: float = 0.0, courant: float = 0.5, max_substeps: int = 2000):
+    def __init__(
+        self,
+        kind: str,
+        model,
+        branches,
+        span_segment,
+        *,
+        youngs_modulus: float,
+        torsion_modulus: float,
+        density: float,
+        pin_start: bool = True,
+        iterations: int = 5,
+        dt: float = 1.0 / 48.0,
+        gravity=(0.0, 0.0, -9.81),
+        damping: float = 0.0,
+        courant: float = 0.5,
+        max_substeps: int = 2000,
+    ):
         if kind not in ROD_MODELS:
             raise ValueError(f"rod model must be one of {sorted(ROD_MODELS)}, got {kind!r}")
         if len(branches) != len(span_segment):
@@ -61,11 +77,22 @@ class RodSet:
             if points.shape[0] - 1 != segs.size:
                 raise ValueError(f"branch {b}: {points.shape[0] - 1} spans but {segs.size} segments")
             if points.shape[0] < 3:
-                raise ValueError(f"branch {b}: the {kind} model needs at least 3 points (2 edges), got "
-                                 f"{points.shape[0]}; lower the Segment Length")
-            rod = make_rod(kind, points, np.asarray(radii, dtype=float), youngs_modulus, torsion_modulus, density,
-                           pinned=("start",) if pin_start else (), iterations=self.max_iterations,
-                           gravity=gravity, damping=damping)
+                raise ValueError(
+                    f"branch {b}: the {kind} model needs at least 3 points (2 edges), got "
+                    f"{points.shape[0]}; lower the Segment Length"
+                )
+            rod = make_rod(
+                kind,
+                points,
+                np.asarray(radii, dtype=float),
+                youngs_modulus,
+                torsion_modulus,
+                density,
+                pinned=("start",) if pin_start else (),
+                iterations=self.max_iterations,
+                gravity=gravity,
+                damping=damping,
+            )
             self.rods.append(rod)
             self._segments.append(segs)
             # rest frame → the model segment's rest orientation
@@ -75,10 +102,12 @@ class RodSet:
             omega = max(math.sqrt(_max_eigenvalue_bound(r)) for r in self.rods)
             self._substep_limit = courant * 2.0 / omega
             if self.substeps > max_substeps:
-                raise ValueError(f"the {kind} model would need {self.substeps} explicit substeps per {self.dt:.4g} s "
-                                 f"step for this material (stable step {self._substep_limit:.3g} s; more than "
-                                 f"{max_substeps}): use a softer material, thicker or longer segments, or a "
-                                 "position-based model")
+                raise ValueError(
+                    f"the {kind} model would need {self.substeps} explicit substeps per {self.dt:.4g} s "
+                    f"step for this material (stable step {self._substep_limit:.3g} s; more than "
+                    f"{max_substeps}): use a softer material, thicker or longer segments, or a "
+                    "position-based model"
+                )
 
     @property
     def substeps(self) -> int:
@@ -110,10 +139,10 @@ def _max_eigenvalue_bound(rod) -> float:
     i, j = rod.springs[:, 0], rod.springs[:, 1]
     np.add.at(row, i, 2.0 * rod.k_spring)
     np.add.at(row, j, 2.0 * rod.k_spring)
-    g = np.linalg.norm(rod.volume_gradients(rod.x)[1], axis=2)                         # |∂V/∂x_p| per corner
+    g = np.linalg.norm(rod.volume_gradients(rod.x)[1], axis=2)  # |∂V/∂x_p| per corner
     np.add.at(row, rod.tets, (rod.k_volume / rod.rest_volume**2)[:, None] * g * g.sum(axis=1)[:, None])
     k = rod.n_points
     t = np.arange(1, k - 1)
-    np.add.at(row, t + k, 2.0 * rod.k_torsion)          # Q_j and R_j (particles R: 0..k-1, Q: k..2k-1, P: 2k..)
+    np.add.at(row, t + k, 2.0 * rod.k_torsion)  # Q_j and R_j (particles R: 0..k-1, Q: k..2k-1, P: 2k..)
     np.add.at(row, t, 2.0 * rod.k_torsion)
     return float(np.max(row[rod.free] / rod.mass[rod.free]))
