@@ -2,11 +2,12 @@
 
 Sapling's curve trees get a bone on every span, but its mesh trees only on the first ``armLevels`` levels,
 and artists prune rigs by hand; the tree curve follows the armature through bone envelopes, so a branch
-without bones would stand still in a baked animation while its parent sways. With *Bones for All Branches* the bake adds one bone per span of
-every such branch, the way Sapling makes its own: named ``bone<spline>.<point>``, head and tail at the
-span's control points, envelope radii = the points' radii, envelope distance 1 mm, the first bone of a
-branch parented to the bone of the parent span it grows from (not connected), the others connected in a
-chain. Free Bake removes exactly those bones (their names are kept on the armature object).
+without bones would stand still in a baked animation while its parent sways. With *Bones for All
+Branches* the bake adds one bone per span of every such branch, the way Sapling makes its own: named
+``bone<spline>.<point>``, head and tail at the span's control points, envelope radii = the points' radii,
+envelope distance 1 mm, the first bone of a branch parented to the bone of the parent span it grows from
+(not connected), the others connected in a chain. Free Bake removes exactly those bones (their names are
+kept on the armature object).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def plan_missing_bones(session) -> BonePlan | None:
     if arm is None or not missing:
         return None
     covering = {}  # (branch, span) -> bone name, for the parents of new branches
-    for name, (b, k) in zip(src.bone_names, src.bone_span):
+    for name, (b, k) in zip(src.bone_names, src.bone_span, strict=True):
         covering[(int(b), int(k))] = name
 
     def bone_at(branch, span):
@@ -59,7 +60,8 @@ def plan_missing_bones(session) -> BonePlan | None:
     inv = np.linalg.inv(np.array(arm.matrix_world))
     existing = set(arm.data.bones.keys())
     parent_of = session.branch_map.branch_parent
-    order, placed = [], set(have)
+    order: list[int] = []
+    placed = set(have)
     while len(order) < len(missing):  # parents before children
         progress = False
         for b in missing:
@@ -72,7 +74,9 @@ def plan_missing_bones(session) -> BonePlan | None:
                 progress = True
         if not progress:
             raise ValueError("Bones for All Branches: the branch hierarchy has a cycle")
-    names, parents, heads, tails, radii, segs = [], [], [], [], [], []
+    names: list[str] = []
+    parents: list[str | None] = []
+    heads, tails, radii, segs = [], [], [], []
     splines = src.curve.data.splines
     for b in order:
         pts, _ = src.branches[b]
@@ -97,19 +101,20 @@ def plan_missing_bones(session) -> BonePlan | None:
     )
 
 
-def check_editable(arm) -> None:
-    """Raise ValueError unless ``arm`` can enter edit mode (in the view layer, visible)."""
-    if arm.name not in bpy.context.view_layer.objects or not arm.visible_get():
+def check_editable(arm) -> bpy.types.ViewLayer:
+    """Raise ValueError unless ``arm`` can enter edit mode (in the view layer, visible); returns the view layer."""
+    view_layer = bpy.context.view_layer
+    if view_layer is None or arm.name not in view_layer.objects or not arm.visible_get():
         raise ValueError(
             f"Bones for All Branches: armature '{arm.name}' must be visible to add bones; unhide it "
             "or turn the setting off"
         )
+    return view_layer
 
 
 def _edit_mode(arm):
     """Enter edit mode on ``arm``; returns what to restore with :func:`_leave`."""
-    check_editable(arm)
-    view_layer = bpy.context.view_layer
+    view_layer = check_editable(arm)
     state = (view_layer.objects.active, arm.mode)
     if bpy.context.mode != "OBJECT":
         bpy.ops.object.mode_set(mode="OBJECT")
@@ -121,7 +126,9 @@ def _edit_mode(arm):
 def _leave(state) -> None:
     active, mode = state
     bpy.ops.object.mode_set(mode="OBJECT")
-    bpy.context.view_layer.objects.active = active
+    view_layer = bpy.context.view_layer
+    if view_layer is not None:  # the one _edit_mode entered from
+        view_layer.objects.active = active
     if mode != "OBJECT" and active is not None:
         bpy.ops.object.mode_set(mode=mode)
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver.core import quaternion as quat
 from ..solver.contact.colliders import Box, Mesh
+from ..solver.core import quaternion as quat
 from .frames import FramePoses, rigid
 
 FLAT_TOLERANCE = 1e-4  # relative to the mesh's size

@@ -6,6 +6,8 @@ Blender ≤ 4.3 keeps F-curves on ``Action.fcurves``; 4.4+ stores them in slots/
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 import numpy as np
 
@@ -13,7 +15,8 @@ BAKE_TAG = "stiff_rods_bake"
 
 
 def new_bake_action(owner) -> bpy.types.Action:
-    """A fresh action assigned to ``owner`` (an object, or a Curve datablock), tagged as ours so Free Bake removes exactly it."""
+    """A fresh action assigned to ``owner`` (an object, or a Curve datablock), tagged as ours so Free Bake
+    removes exactly it."""
     action = bpy.data.actions.new(f"{owner.name}_StiffRods")
     action[BAKE_TAG] = True
     owner.animation_data_create()
@@ -36,10 +39,11 @@ def write_keys(action, owner, data_paths, groups, frames: np.ndarray, values: np
     frames = np.asarray(frames, dtype=float)
     co = np.empty((frames.size, 2))
     co[:, 0] = frames
-    linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+    interpolation = cast(bpy.types.EnumProperty, bpy.types.Keyframe.bl_rna.properties["interpolation"])
+    linear = interpolation.enum_items["LINEAR"].value
     interp = np.full(frames.size, linear, dtype=np.int32)
     count = 0
-    for p, (path, group) in enumerate(zip(data_paths, groups)):
+    for p, (path, group) in enumerate(zip(data_paths, groups, strict=True)):
         for c in range(values.shape[2]):
             fc = _fcurve(action, owner, path, c, group)
             fc.keyframe_points.add(frames.size)

@@ -20,6 +20,7 @@ keyframed gusts and turning fields work in Simulate and Bake.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -72,7 +73,7 @@ class SceneWind:
         self.field_objects = field_objects
         self.use_storm = storm
         self.animated = any(_is_animated(o) for o in field_objects)
-        self.fields = [None] * len(field_objects)
+        self.fields: list[solver_wind.WindField | None] = [None] * len(field_objects)
         self.storm = None
         self.wind = solver_wind.WindSum([])
         self.fps = scene.render.fps / scene.render.fps_base
@@ -133,7 +134,7 @@ class SceneWind:
         sec = lambda frame: self.start_t + (frame - self.start_frame) / self.fps  # noqa: E731
         a = math.radians(ss.storm_direction)
         frames = (ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end)
-        if not all(x <= y for x, y in zip(frames, frames[1:])):
+        if not all(x <= y for x, y in itertools.pairwise(frames)):
             raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
         t0, t1, t2, t3 = (sec(f) for f in frames)
         peak = ss.storm_peak_speed

@@ -19,6 +19,20 @@ Public API::
     sim.positions, sim.orientations
 """
 
+from .air import AerodynamicDrag, WindField, WindSum, storm
+from .build import (
+    PRESETS,
+    Material,
+    attach_leaves,
+    bind_points,
+    carried_points,
+    gravity_prestress,
+    leaf_frames,
+    material,
+    resample_polyline,
+    tree_from_branches,
+)
+from .contact import Box, Capsule, Collider, Contacts, Mesh, Plane, Sphere
 from .core import (
     DEFAULT_STRETCH_COMPLIANCE,
     Fracture,
@@ -30,21 +44,7 @@ from .core import (
     cross_section_moments,
     rod_from_polyline,
 )
-from .contact import Box, Capsule, Collider, Contacts, Mesh, Plane, Sphere
-from .air import AerodynamicDrag, WindField, WindSum, storm
 from .models import ROD_MODELS, RodSet, make_rod
-from .build import (
-    Material,
-    PRESETS,
-    attach_leaves,
-    bind_points,
-    carried_points,
-    gravity_prestress,
-    leaf_frames,
-    material,
-    resample_polyline,
-    tree_from_branches,
-)
 
 __all__ = [
     "RodModel",

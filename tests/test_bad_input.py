@@ -147,7 +147,7 @@ def test_step_producing_nan_raises_with_segment_and_restores_state():
     sim.force_fields.append(poisoned)
     with pytest.raises(NonFiniteStateError, match="segment 2"):
         sim.step()
-    for a, b in zip(before, (sim.positions, sim.orientations, sim.velocities, sim.angular_velocities)):
+    for a, b in zip(before, (sim.positions, sim.orientations, sim.velocities, sim.angular_velocities), strict=True):
         np.testing.assert_array_equal(a, b)
     assert sim.time == t
     sim.force_fields.clear()

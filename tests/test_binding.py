@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from solver.core import quaternion as quat
 from solver.build.binding import bind_points, carried_points, nearest_segments
+from solver.core import quaternion as quat
 from solver.core.model import rod_from_polyline
 
 

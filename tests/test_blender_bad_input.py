@@ -79,7 +79,7 @@ def result(legacy_zip, tmp_path_factory):
         timeout=600,
         env=blender_env(profile),
     )
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("BAD_INPUT_RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("BAD_INPUT_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = json.loads(lines[-1][len("BAD_INPUT_RESULT ") :])
     assert "error" not in out, out["error"]

@@ -26,7 +26,7 @@ def result(legacy_zip, tmp_path_factory):  # noqa: F811
         timeout=900,
         env=blender_env(profile),
     )
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("CURVES_WIND_RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("CURVES_WIND_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1][len("CURVES_WIND_RESULT ") :])
 

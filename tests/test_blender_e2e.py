@@ -67,7 +67,7 @@ def blender_env(profile):
 def run_blender(args, profile, timeout=1200):
     env = blender_env(profile)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("E2E_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1][len("E2E_RESULT ") :])
 
@@ -149,8 +149,8 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
             timeout=1200,
             env=env,
         )
-        lines = [l for l in proc.stdout.splitlines() if l.startswith("E2E_RESULT ")]
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("E2E_RESULT ")]
         assert len(lines) == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
-        b5, v5 = (json.loads(l[len("E2E_RESULT ") :]) for l in lines)
+        b5, v5 = (json.loads(line[len("E2E_RESULT ") :]) for line in lines)
         assert b5["blender"][0] >= 5 and b5["layered_action"]
         assert v5["replay_max_error_m"] <= 1e-4 and not v5["stiff_rods_ops"]

@@ -42,7 +42,7 @@ def result(legacy_zip, tmp_path_factory):  # noqa: F811
         timeout=600,
         env=blender_env(profile),
     )
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("GUI_RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("GUI_RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(lines[-1][len("GUI_RESULT ") :])

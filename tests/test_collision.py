@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from solver import RodModel, Simulator, rod_from_polyline
-from solver.core import quaternion as quat
-from solver.contact.contacts import EDGE, FIXED, Contacts
-from solver.contact.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from solver.contact.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
+from solver.contact.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
+from solver.contact.contacts import EDGE, FIXED, Contacts
 from solver.contact.sdf import mesh_signed_distance_grid
+from solver.core import quaternion as quat
 
 G = 9.81
 
@@ -403,7 +403,9 @@ def rods(polylines, r, youngs_modulus=1e8, density=1000.0):
     offsets = np.cumsum([0] + [p.n_segments for p in parts])
 
     def cat(name, shift=False):
-        return np.concatenate([getattr(p, name) + (o if shift else 0) for p, o in zip(parts, offsets)])
+        return np.concatenate(
+            [getattr(p, name) + (o if shift else 0) for p, o in zip(parts, offsets[:-1], strict=True)]
+        )
 
     return RodModel.from_arrays(
         cat("positions"),
@@ -429,9 +431,9 @@ def test_point_contacts_are_one_row_per_contact_point_of_two_parallel_rods(shift
     """Two parallel rods of N = 10 segments touching along their length: joint points aligned give one
     vertex–vertex row per joint point (N + 1), shifted by half a segment two rows per overlapping
     chord pair (each rod's joint points on the other's axis, 2N); capsule pairs give each point ~3 times."""
-    r, n, l = 0.01, 10, 0.05
-    x = np.arange(n + 1) * l
-    model = rods([np.stack((x, 0 * x, 0 * x), 1), np.stack((x + shift * l, 0 * x, 0 * x + 2 * r), 1)], r)
+    r, n, seg_len = 0.01, 10, 0.05
+    x = np.arange(n + 1) * seg_len
+    model = rods([np.stack((x, 0 * x, 0 * x), 1), np.stack((x + shift * seg_len, 0 * x, 0 * x + 2 * r), 1)], r)
     points = generated(model, self_contacts="points")
     pairs = generated(model)
     if shift == 0.0:
@@ -538,7 +540,7 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     # friction_log: rounds that checked sticking rows against the box; a settled solve's last round always
     # does, a one-round solve whose contacts changed never does (no row of it starts sliding)
     assert len(checked[12]) == 15 and min(checked[12]) >= 1
-    assert 0 in checked[1] and all(not conv for (_, conv), n in zip(logs[1], checked[1]) if n == 0)
+    assert 0 in checked[1] and all(not conv for (_, conv), n in zip(logs[1], checked[1], strict=True) if n == 0)
 
 
 def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
@@ -549,7 +551,10 @@ def test_permanent_self_pairs_stop_rods_closing_three_radii_in_one_step():
     neighbours), the rows are in every solve and the rods stay apart within 0.1 r (exact capsule
     distances)."""
     r, n, m = 0.005, 10, 6
-    line = lambda x, z: np.stack((x, 0 * x, np.full_like(x, z)), 1)
+
+    def line(x, z):
+        return np.stack((x, 0 * x, np.full_like(x, z)), 1)
+
     model = rods(
         [line(np.linspace(-0.1, 0.1, n + 1), 4 * r), line(np.linspace(-0.06, 0.06, m + 1), 0.0)],
         r,
@@ -886,7 +891,10 @@ def test_two_parallel_rods_sheared_by_half_a_segment_in_one_step_stay_apart():
     solve such a row slides along B's rod (and over its joints): no overlap."""
     r, length = 0.002, 0.02
     x = np.linspace(-length, length, 3)
-    line = lambda z: np.stack((x, 0 * x, np.full_like(x, z)), 1)
+
+    def line(z):
+        return np.stack((x, 0 * x, np.full_like(x, z)), 1)
+
     model = rods([line(0.0), line(2 * r + 1e-4)], r, youngs_modulus=2e9)
     model = RodModel.from_arrays(
         model.positions,

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from solver import RodModel, Simulator, rod_from_polyline
-from solver.core import quaternion as quat
+from solver import Simulator, rod_from_polyline
 from solver.build.scenes import cantilever, cantilever_tip_deflection
+from solver.core import quaternion as quat
 
 
 def static_solve(sim, dt=1 / 30, max_steps=3000):

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from solver import Simulator
-from solver.core import quaternion as quat, timestep
 from solver.build.scenes import cantilever, random_tree
+from solver.core import quaternion as quat
+from solver.core import timestep
 
 
 def counting(sim):
@@ -83,7 +84,10 @@ def test_reuse_adds_no_energy(reuse):
     free = ~model.pinned
     sim = Simulator(model, dt=1 / 24, max_iterations=1)
     sim.factor_reuse = reuse
-    energy = lambda: sim.kinetic_energy() + 9.81 * np.sum(model.masses[free] * sim.positions[free, 2])
+
+    def energy():
+        return sim.kinetic_energy() + 9.81 * np.sum(model.masses[free] * sim.positions[free, 2])
+
     e0 = energy()
     peak, drop = -np.inf, 0.0
     for _ in range(480):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from solver import RodModel, Simulator, TreeKKT
+from solver.build.scenes import chain, random_tree
 from solver.core import quaternion as quat
 from solver.core.definite_blocks import CHUNK, inv_definite
 from solver.core.joint_constraint import JointEvaluator, evaluate
 from solver.core.kkt_chain import ChainKKT, chain_order
-from solver.build.scenes import chain, random_tree
 from test_kkt_tree import assemble, pinned_both_ends
 
 
@@ -112,7 +112,7 @@ def test_factor_from_blocks_equals_factor_from_full_jacobians():
     full.factor(sim._mass_diag_free, sim.alpha_tilde, *ev.jacobians())
     fast = TreeKKT(sim.free_index.size, sim._seg_a, sim._seg_b)
     fast.factor_blocks(sim._mass_diag_free, sim.alpha_tilde, *ev.rotation_columns())
-    for a, b in zip(full.solve(None, rhs), fast.solve(None, rhs)):
+    for a, b in zip(full.solve(None, rhs), fast.solve(None, rhs), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(a)))
     # a general factor() in between must not leave its blocks behind for factor_blocks
     full.factor(sim._mass_diag_free, sim.alpha_tilde, *(2.0 * j for j in ev.jacobians()[:2]))
@@ -222,7 +222,7 @@ def test_evaluator_tables_equal_direct_formulas(strain):
     ev = JointEvaluator(model, strain=strain)
     jp, jc, inv_l = model.joint_parent, model.joint_child, 1.0 / model.joint_lengths
     flipped = 0
-    for trial in range(3):  # the evaluator's buffers are reused between poses
+    for _ in range(3):  # the evaluator's buffers are reused between poses
         x = model.positions + 0.1 * rng.normal(size=model.positions.shape)
         q = quat.normalize(model.orientations + 0.8 * rng.normal(size=model.orientations.shape))
         c = ev.values(x, q).copy()

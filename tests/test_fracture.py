@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from solver import Simulator
+from solver.build.prestress import gravity_prestress
 from solver.core.fracture import Fracture, attached
 from solver.core.model import rod_from_polyline
-from solver.build.prestress import gravity_prestress
 
 G = np.array([0.0, 0.0, -9.81])
 

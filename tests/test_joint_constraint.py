@@ -5,7 +5,7 @@ import pytest
 
 from solver import RodModel
 from solver.core import quaternion as quat
-from solver.core.joint_constraint import evaluate, compliance
+from solver.core.joint_constraint import compliance, evaluate
 
 
 def random_model(rng, m=7):
@@ -75,18 +75,21 @@ def test_constraint_vanishes_in_rest_pose_and_double_cover():
 
 
 def test_darboux_vector_measures_bend_and_twist():
-    """Two unit segments along z, the child turned by θ about x (bend) or z (twist): ΔΩ = (2/l) sin(θ/2) on that axis."""
-    theta, l = 0.3, 1.0
+    """Two unit segments along z, the child turned by θ about x (bend) or z (twist): ΔΩ = (2/l) sin(θ/2) on
+    that axis."""
+    theta, length = 0.3, 1.0
     for axis in (0, 2):
         pos = np.array([[0, 0, -0.5], [0, 0, 0.5]], float)
         q = np.array([[1, 0, 0, 0], [1, 0, 0, 0]], float)
-        model = RodModel.from_arrays(pos, q, l, 0.05, 1000.0, joint_parent=[0], joint_child=[1], youngs_modulus=1e9)
+        model = RodModel.from_arrays(
+            pos, q, length, 0.05, 1000.0, joint_parent=[0], joint_child=[1], youngs_modulus=1e9
+        )
         q2 = q.copy()
         q2[1] = [np.cos(theta / 2), 0, 0, 0]
         q2[1, 1 + axis] = np.sin(theta / 2)
         c = evaluate(model, pos, q2, with_jacobians=False)
         expect = np.zeros(3)
-        expect[axis] = 2.0 / l * np.sin(theta / 2)
+        expect[axis] = 2.0 / length * np.sin(theta / 2)
         np.testing.assert_allclose(c[0, 3:], expect, atol=1e-14)
 
 

@@ -6,9 +6,9 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spl
 
 from solver import RodModel, Simulator, TreeKKT
+from solver.build.scenes import chain, random_tree
 from solver.core import quaternion as quat
 from solver.core.joint_constraint import evaluate
-from solver.build.scenes import chain, random_tree
 
 
 def assemble(sim):
@@ -153,7 +153,7 @@ def test_chain_needs_logarithmically_many_rounds_and_linear_fill():
 
 
 def test_unrolled_definite_inverse_matches_lapack_and_rejects_indefinite_blocks():
-    from solver.core.definite_blocks import inv_definite, BATCH_MIN
+    from solver.core.definite_blocks import BATCH_MIN, inv_definite
 
     rng = np.random.default_rng(4)
     k = 3 * BATCH_MIN

@@ -6,9 +6,9 @@ import pytest
 from scipy.optimize import brentq
 
 from solver import RodModel, Simulator, cross_section_moments, rod_from_polyline
+from solver.build.tree_builder import attach_leaves, tree_from_branches
 from solver.core import quaternion as quat
 from solver.core.loop_closing import LoopClosingConstraints
-from solver.build.tree_builder import attach_leaves, tree_from_branches
 from test_dynamics import static_solve
 
 X_AXIS = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
@@ -250,14 +250,14 @@ def test_gauss_seidel_set_counts_in_the_residual():
 
 # ---------------------------------------------------------------- leaves
 def test_leaf_plate_mass_inertia_and_area():
-    a, b, l, rho = 0.03, 0.0004, 0.08, 700.0
-    model = RodModel.from_arrays(np.zeros((2, 3)), [[1, 0, 0, 0]] * 2, l, [[a, b]] * 2, rho, leaf=[False, True])
-    m = rho * (2 * a) * (2 * b) * l
+    a, b, length, rho = 0.03, 0.0004, 0.08, 700.0
+    model = RodModel.from_arrays(np.zeros((2, 3)), [[1, 0, 0, 0]] * 2, length, [[a, b]] * 2, rho, leaf=[False, True])
+    m = rho * (2 * a) * (2 * b) * length
     assert model.masses[1] == pytest.approx(m, rel=1e-12)
-    assert model.masses[0] == pytest.approx(rho * np.pi * a * b * l, rel=1e-12)
-    box = m / 12 * np.array([(2 * b) ** 2 + l**2, (2 * a) ** 2 + l**2, (2 * a) ** 2 + (2 * b) ** 2])
+    assert model.masses[0] == pytest.approx(rho * np.pi * a * b * length, rel=1e-12)
+    box = m / 12 * np.array([(2 * b) ** 2 + length**2, (2 * a) ** 2 + length**2, (2 * a) ** 2 + (2 * b) ** 2])
     np.testing.assert_allclose(model.inertia[1], box, rtol=1e-12)
-    assert model.plate_area.tolist() == [0.0, pytest.approx(2 * a * l)]
+    assert model.plate_area.tolist() == [0.0, pytest.approx(2 * a * length)]
     assert model.leaf.tolist() == [False, True]
     assert RodModel.from_arrays(np.zeros((1, 3)), [1, 0, 0, 0], 1.0, 0.1, 1.0).leaf.tolist() == [False]
 
@@ -313,9 +313,9 @@ def test_leaves_hang_at_the_analytic_angle_and_stay_attached():
     leaves["normal"] = [[0, 0, 1.0], [0, 0, 1.0]]
     lm, seg = attach_leaves(model, bmap, **leaves, thickness=8e-4, petiole_radius=None)  # blade joint
     sim = settle(Simulator(lm, dt=0.01, max_iterations=10, tolerance=1e-12, damping=20.0), 200)
-    a, b, l = np.r_[0.025, 0.02], 4e-4, np.r_[0.1, 0.12]
-    m = 1000.0 * 2 * a * 2 * b * l
-    expected = np.arctan(m * 9.81 * l * (l / 2) / (2 * 1.2e9 * np.pi * a * b**3 / 4))
+    a, b, length = np.r_[0.025, 0.02], 4e-4, np.r_[0.1, 0.12]
+    m = 1000.0 * 2 * a * 2 * b * length
+    expected = np.arctan(m * 9.81 * length * (length / 2) / (2 * 1.2e9 * np.pi * a * b**3 / 4))
     j = np.flatnonzero(lm.joint_child >= model.n_segments)
     rel = quat.multiply(quat.conjugate(sim.orientations[lm.joint_parent[j]]), sim.orientations[seg])
     rest = lm.rest_darboux[j]
@@ -323,9 +323,9 @@ def test_leaves_hang_at_the_analytic_angle_and_stay_attached():
     theta = 2 * np.arcsin(np.linalg.norm(bend[:, 1:], axis=1))
     np.testing.assert_allclose(theta, expected, rtol=0.01)
     assert np.all(expected > 0.05)  # a real droop, not a rounding error
-    tips = sim.segment_points(np.c_[np.zeros((2, 2)), 0.5 * l], seg)
+    tips = sim.segment_points(np.c_[np.zeros((2, 2)), 0.5 * length], seg)
     assert np.all(tips[:, 2] < leaves["stem"][:, 2])  # hanging down
-    stems = sim.segment_points(np.c_[np.zeros((2, 2)), -0.5 * l], seg)
+    stems = sim.segment_points(np.c_[np.zeros((2, 2)), -0.5 * length], seg)
     attach = sim.segment_points(lm.joint_point_parent[j], lm.joint_parent[j])
     assert np.max(np.abs(stems - attach)) < 1e-8
 
@@ -349,7 +349,7 @@ def test_many_children_anywhere_along_one_parent_segment_bend_like_cantilevers()
     trunk = (np.array([[0, 0, 0], [0, 0, 1.0], [0, 0, 2.0]]), 1.0)
     heights, angles = [1.1, 1.4, 1.6, 1.9], np.radians([0.0, 100.0, 200.0, 290.0])
     branches = [trunk]
-    for h, a in zip(heights, angles):
+    for h, a in zip(heights, angles, strict=True):
         s = np.linspace(0, length, n + 1)[:, None]
         branches.append((np.array([0, 0, h]) + s * [np.cos(a), np.sin(a), 0.0], r))
     model, bmap = tree_from_branches(
@@ -372,6 +372,7 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     """With ``petiole_radius`` the leaf joint is a round stalk: the leaf's static droop follows
     tan θ = m g (l/2) l_j / (E π r⁴/4), the same small-angle cantilever law with the stalk's I."""
     import numpy as np
+
     from solver import Simulator
     from solver.build.tree_builder import attach_leaves, tree_from_branches
 

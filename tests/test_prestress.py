@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from solver import Simulator
-from solver.core import joint_constraint
-from solver.core.model import rod_from_polyline
 from solver.build.prestress import gravity_prestress
 from solver.build.tree_builder import attach_leaves, tree_from_branches
+from solver.core import joint_constraint
+from solver.core.model import rod_from_polyline
 
 G = np.array([0.0, 0.0, -9.81])
 

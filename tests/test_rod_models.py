@@ -4,8 +4,8 @@ PBER's Darboux gradient and ghost gravity, the integrators' order and symplectic
 import numpy as np
 import pytest
 
-from solver.core import quaternion as quat
 from solver.build.curve_measures import writhe
+from solver.core import quaternion as quat
 from solver.models.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det
 from solver.models.paobcr import PaOBCRRod
 from solver.models.pber import PBERRod, darboux, darboux_with_gradient, material_frame

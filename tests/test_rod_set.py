@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from solver.build.tree_builder import tree_from_branches
 from solver.core import quaternion as quat
 from solver.models.rod_models import make_rod
 from solver.models.rod_set import RodSet
-from solver.build.tree_builder import tree_from_branches
 
 
 def ropes(k=11):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from solver import RodModel, Simulator, rod_from_polyline
-from solver.core import quaternion as quat
-from solver.air.drag import AerodynamicDrag, CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL, RHO_AIR
-from solver.build.materials import PRESETS, material
-from solver.core.model import cross_section_moments
-from solver.build.tree_builder import tree_from_branches
+from solver.air.drag import CD_BRANCH, CD_LEAF_NORMAL, CD_LEAF_TANGENTIAL, RHO_AIR, AerodynamicDrag
 from solver.air.wind import WindField, WindSum, storm
+from solver.build.materials import PRESETS, material
+from solver.build.tree_builder import tree_from_branches
+from solver.core import quaternion as quat
+from solver.core.model import cross_section_moments
 
 Z = np.array([0.0, 0.0, 1.0])
 
@@ -105,8 +105,8 @@ def test_drag_in_still_air_only_dissipates_and_rotation_gives_torque():
     sim.velocities[:] = 0.0
     sim.angular_velocities[:] = [2.0, 0.0, 0.0]  # about local x (⊥ axis)
     f, t = drag(sim)
-    l, r = model.lengths[1], 0.02
-    expected = RHO_AIR * CD_BRANCH * r * 4.0 * l**4 / (24 * math.sqrt(3))
+    length, r = model.lengths[1], 0.02
+    expected = RHO_AIR * CD_BRANCH * r * 4.0 * length**4 / (24 * math.sqrt(3))
     np.testing.assert_allclose(f[1:], 0.0, atol=1e-14)
     np.testing.assert_allclose(t[1:, 0], -expected, rtol=1e-12)
 

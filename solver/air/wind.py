@@ -32,7 +32,7 @@ call order, and evaluation is a few matrix products over all points at once.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -126,6 +126,11 @@ class WindField:
         max_distance: float = math.inf,
         modes: int = 64,
     ):
+        # each a callable of time or a constant: one of the two is None
+        self._speed: Callable[[float], float] | None
+        self._speed_const: float | None
+        self._direction: Callable[[float], Sequence[float]] | None
+        self._direction_const: np.ndarray | None
         if callable(speed):
             self._speed, self._speed_const = speed, None
         else:
@@ -194,6 +199,7 @@ class WindField:
         """Mean wind speed [m/s] at the reference height at time t [s] (before gusts)."""
         if self._speed_const is not None:
             return self._speed_const
+        assert self._speed is not None  # __init__ sets one of the two
         s = float(self._speed(t))
         if not np.isfinite(s):
             raise ValueError(f"speed({t}) returned {s}: the wind speed must be finite (m/s)")
@@ -203,6 +209,7 @@ class WindField:
         """Unit wind direction at time t [s]."""
         if self._direction_const is not None:
             return self._direction_const
+        assert self._direction is not None  # __init__ sets one of the two
         return _unit(f"direction({t})", self._direction(t))
 
     def gust_factor(self, t: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import quaternion as quat
-from ..core.model import RodModel, rod_from_polyline, cross_section_moments, DEFAULT_STRETCH_COMPLIANCE
+from ..core.model import DEFAULT_STRETCH_COMPLIANCE, RodModel, cross_section_moments, rod_from_polyline
 
 
 def cantilever(
@@ -19,17 +19,18 @@ def cantilever(
 ) -> RodModel:
     """A beam along +x over [0, L], clamped at x = 0 (Deul §5: L = 10 m, r = 0.5 m, E = 1 GPa, 50 segments).
 
-    Segment 0 is a pinned anchor over [−l, 0]; segments 1…n are the beam. The clamp joint at x = 0
-    stands for the beam's first half segment only, so its Darboux length is l/2 (midpoint rule).
+    Segment 0 is a pinned anchor over [−l, 0] (l = L / n, the segment length); segments 1…n are the beam.
+    The clamp joint at x = 0 stands for the beam's first half segment only, so its Darboux length is l/2
+    (midpoint rule).
     """
-    l = length / n_segments
+    seg_len = length / n_segments
     pts = np.zeros((n_segments + 2, 3))
-    pts[:, 0] = np.linspace(-l, length, n_segments + 2)
+    pts[:, 0] = np.linspace(-seg_len, length, n_segments + 2)
     model = rod_from_polyline(
         pts, radius, youngs_modulus, torsion_modulus, density, pinned=["start"], stretch_compliance=stretch_compliance
     )
     jl = model.joint_lengths.copy()
-    jl[0] = 0.5 * l
+    jl[0] = 0.5 * seg_len
     return model.copy_with(joint_lengths=jl)
 
 
@@ -91,7 +92,7 @@ def random_tree(
     pos = np.zeros((n, 3))
     depth = np.zeros(n, np.int64)
     # depth by pointer jumping-free level sweep: parents precede children
-    for i_level in range(n):
+    for _ in range(n):
         todo = depth[1:] == 0
         if not np.any(todo):
             break

@@ -63,7 +63,7 @@ def find_parent_spans(branches, max_distance_factor: float = 3.0):
     span = np.concatenate(span)
     radius = np.concatenate(radius)
     tree = cKDTree(pts_all)
-    result = []
+    result: list[tuple[int, int, float] | None] = []
     for b, (pts, _) in enumerate(branches):
         if b == 0:
             result.append(None)
@@ -120,7 +120,7 @@ def tree_from_branches(
             raise ValueError(f"branch {b}: span {int(np.argmax(seg <= 0))} has zero length")
     need_search = parents is None or any(x is None for x in parents)
     found = find_parent_spans(branches) if need_search else None
-    parent_of = []
+    parent_of: list[tuple[int, int] | None] = []
     for b in range(len(branches)):
         given = parents[b] if parents is not None else None
         if given is not None:
@@ -130,12 +130,22 @@ def tree_from_branches(
         else:
             parent_of.append(None)
 
-    pos, ori, length, radius, pinned = [], [], [], [], []
-    jp, jc, pp, pc, jr, jl = [], [], [], [], [], []
+    # per branch and per junction or root anchor: arrays, or one-element lists, concatenated below
+    pos: list[np.ndarray] = []
+    ori: list[np.ndarray] = []
+    length: list[np.ndarray | list] = []
+    radius: list[np.ndarray | list] = []
+    pinned: list[np.ndarray | list] = []
+    jp: list[np.ndarray | list] = []
+    jc: list[np.ndarray | list] = []
+    pp: list[np.ndarray] = []
+    pc: list[np.ndarray] = []
+    jr: list[np.ndarray | list] = []
+    jl: list[np.ndarray | list] = []
     span_segment = []
     anchors = []
     n = 0
-    for b, (p, r) in enumerate(branches):
+    for p, r in branches:
         q = _frames(p)
         seg_len = np.linalg.norm(np.diff(p, axis=0), axis=1)
         k = seg_len.size
@@ -158,8 +168,9 @@ def tree_from_branches(
         first = span_segment[b][0]
         l0 = length[b][0]
         child_local = np.array([[0.0, 0.0, -0.5 * l0]])
-        if parent_of[b] is not None:
-            pb, s = parent_of[b]
+        parent = parent_of[b]
+        if parent is not None:
+            pb, s = parent
             if not (0 <= pb < len(branches)) or pb == b or not (0 <= s < len(span_segment[pb])):
                 raise ValueError(f"branch {b}: parent span ({pb}, {s}) does not exist")
             ps = span_segment[pb][s]

@@ -16,6 +16,7 @@ from scipy.spatial import cKDTree
 
 from ..core import quaternion as quat
 from .colliders import closest_points_on_segments
+from .state import ContactState
 
 # How the two points of a contact are found in every sweep: both material points fixed for the step
 # (a collider contact, two joint points), a fixed point of a against the closest point of b's axis, the
@@ -23,7 +24,7 @@ from .colliders import closest_points_on_segments
 FIXED, SLIDE_B, SLIDE_BOTH, EDGE = 0, 1, 2, 3
 
 
-class ContactCandidates:
+class ContactCandidates(ContactState):
     """Contact detection for :class:`~solver.contact.contacts.Contacts` (reads the attributes its
     ``__init__`` sets: ``model``, ``radius``, ``colliders``, ``margin``, ``friction``, ...)."""
 
@@ -279,7 +280,7 @@ class ContactCandidates:
             out.append((seg, z, surface, normal, col.displacement(surface, t0, t1), np.full(seg.size, mu)))
         if not out:
             return None
-        return [np.concatenate(parts) for parts in zip(*out)]
+        return [np.concatenate(parts) for parts in zip(*out, strict=True)]
 
     @staticmethod
     def _wedge_normals(d, n1, n2, with_distance=False):
@@ -341,7 +342,7 @@ class ContactCandidates:
             )
         if not out:
             return None
-        return [np.concatenate(parts) for parts in zip(*out)]
+        return [np.concatenate(parts) for parts in zip(*out, strict=True)]
 
     def _self_pairs(self, x, q, margin):
         """Segment pairs (not within ``exclude_hops``) whose capsules are closer than the sum of their

@@ -10,7 +10,7 @@ the end of the step). ``friction`` is the Coulomb coefficient μ of contacts wit
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -114,7 +114,7 @@ class Collider:
         if self.bounds_local is None:
             return None
         lo, hi = self.bounds_local
-        corners = np.array(np.meshgrid(*zip(lo, hi), indexing="ij")).reshape(3, -1).T
+        corners = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
         tr, q = self.transform(t)
         w = quat.rotate(q, corners) + tr
         return w.min(axis=0), w.max(axis=0)
@@ -237,7 +237,8 @@ class Box(Collider):
         if not (np.all(np.isfinite(q)) and np.linalg.norm(q) > 1e-12):
             raise ValueError(f"orientation must be a non-zero quaternion, got {orientation!r}")
         self.orientation = quat.normalize(q)
-        corners = np.array(np.meshgrid(*zip(-self.half_extents, self.half_extents), indexing="ij")).reshape(3, -1).T
+        h = self.half_extents
+        corners = np.array(np.meshgrid(*zip(-h, h, strict=True), indexing="ij")).reshape(3, -1).T
         w = quat.rotate(self.orientation, corners) + self.center
         self.bounds_local = (w.min(axis=0), w.max(axis=0))
         # the 12 edges: corner pairs that differ in one coordinate (meshgrid order: bit 4 x, 2 y, 1 z); the

@@ -140,8 +140,10 @@ def solve_joints_and_contacts(
     n_cols = 6 * joint_rows.n_free
     jr, jc, jv = joint_rows.entries(jac_a, jac_b)
     blocks = [(jr, jc, jv), contact_entries(6 * m, free_a, free_b, grad_a, grad_b)]
-    fr = friction is not None and friction.mu.size > 0 and bool(np.any(friction.mu > 0.0))
-    if fr:
+    if friction is not None and not (friction.mu.size > 0 and bool(np.any(friction.mu > 0.0))):
+        friction = None  # no row has a friction coefficient: normal rows only
+    fr = friction is not None
+    if friction is not None:
         for c in range(2):
             blocks.append(
                 contact_entries(6 * m + (1 + c) * k, free_a, free_b, friction.grad_a[:, c], friction.grad_b[:, c])
@@ -160,7 +162,7 @@ def solve_joints_and_contacts(
     rhs = [-joint_rhs.reshape(-1), -np.minimum(contact_rhs, 0.0)]
     # An active row that is still open keeps its gap (Δgap ≥ −gap would be the exact LCP; holding it is
     # the row that a resting stack needs, and one that separates leaves below with λ < 0).
-    if fr:
+    if friction is not None:
         alpha += [friction.alpha[:, 0], friction.alpha[:, 1]]
         lam += [friction.lam[:, 0], friction.lam[:, 1]]
         rhs += [-friction.rhs[:, 0], -friction.rhs[:, 1]]
@@ -170,8 +172,8 @@ def solve_joints_and_contacts(
     n_rows_c = np.arange(6 * m, 6 * m + k)
     c_now = contact_rhs - contact_alpha * lam_contact  # C of the normal rows
     active = (contact_rhs < touch) | (lam_contact > 0.0)
-    sliding = friction.sliding if fr else None
-    if fr:
+    sliding = friction.sliding if friction is not None else np.zeros((k, 2), np.int8)
+    if friction is not None:
         sliding[~active] = 0
     flipped = np.zeros((k, 2), bool)
     unloaded = np.zeros(k, bool)
@@ -184,7 +186,7 @@ def solve_joints_and_contacts(
         b = rhs.copy()
         b[n_rows_c[~active]] = -lam_contact[~active]
         er, ec, ev = [n_rows_c[~active]], [n_rows_c[~active]], [np.ones(int((~active).sum()))]
-        if fr:
+        if friction is not None:
             for c in range(2):
                 rows = 6 * m + (1 + c) * k + np.arange(k)
                 off = ~active | (friction.mu == 0.0) | unloaded  # released with their contact; no friction
@@ -213,7 +215,7 @@ def solve_joints_and_contacts(
         # fixed-sign μ λ_n drives the slip the other way, an energy source (it can hold a rod balanced on
         # a box edge that it should fall off); sticking never is one.
         settled = not changed and not growing
-        if fr:
+        if friction is not None:
             checked += settled
             c_t = friction.rhs - friction.alpha * friction.lam
             slip = c_t + np.stack([jac[6 * m + (1 + c) * k : 6 * m + (2 + c) * k] @ dx for c in range(2)], axis=1)
@@ -232,7 +234,7 @@ def solve_joints_and_contacts(
             sliding[to_stick] = 0
             flipped |= to_slide | to_stick
             changed |= bool(to_slide.any() or to_stick.any())
-        if growing and fr:
+        if growing and friction is not None:
             # A row held in a grow-only round may pull (λ_n < 0): its kinetic friction s μ λ_n would then
             # push along the slip. Its friction is released instead, from the next round on (once released,
             # it stays so for this call, so the set still only grows); kept, it feeds energy into the
@@ -243,7 +245,7 @@ def solve_joints_and_contacts(
         if not changed:
             break
         active = (active & ~leaving) | entering  # primal–dual active set: both changes at once
-        if fr:
+        if friction is not None:
             sliding[~active] = 0
     if stats is not None:
         stats.update(rounds=used, converged=not changed, grown=used > cap, friction_checked=checked if fr else None)

@@ -31,12 +31,13 @@ solves each colour at once (vectorised), which is Gauss–Seidel in a multicolou
 
 This module holds the parameters and the step hooks (``begin_step``, ``project``, ``end_step``) and
 the colouring; :class:`Contacts` takes detection, row geometry, the responses and post-stabilisation
-from its bases in ``candidates``, ``rows``, ``response`` and ``post_stabilise``.
+from its bases in ``candidates``, ``rows``, ``response`` and ``post_stabilise`` (post-stabilisation builds on
+the responses, the responses on the rows), which share the state declared in ``state``.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,15 +45,13 @@ from ..core import quaternion as quat
 from .candidates import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, ContactCandidates
 from .colliders import Collider
 from .post_stabilise import PostStabilisation
-from .response import ContactResponse
-from .rows import ContactRows
 
 
 def _empty(n: int, *tail) -> np.ndarray:
     return np.zeros((n,) + tail)
 
 
-class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisation):
+class Contacts(ContactCandidates, PostStabilisation):
     """Contact and friction constraints of one model (a ``Simulator.gs_constraints`` element).
 
     Parameters: ``colliders`` (sequence of :class:`~solver.contact.colliders.Collider`); ``friction`` μ for
@@ -139,15 +138,15 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
             raise ValueError(f"margin must be finite and ≥ 0 m, got {margin}")
         if not (np.isfinite(compliance) and compliance >= 0.0):
             raise ValueError(f"compliance must be finite and ≥ 0 m/N, got {compliance}")
-        for name, value, low in (
+        for name, count, low in (
             ("sweeps", sweeps, 1),
             ("max_colours", max_colours, 1),
             ("pre_sweeps", pre_sweeps, 0),
             ("direct_rounds", direct_rounds, 1),
             ("direct_grow_rounds", direct_grow_rounds, 0),
         ):
-            if int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
+            if int(count) != count or count < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {count}")
         self.max_colours = int(max_colours)
         self.pre_sweeps = int(pre_sweeps)
         if response not in ("local", "tree", "direct"):
@@ -337,10 +336,6 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         return [b["idx"] for b in getattr(self, "_batches", [])]
 
     @property
-    def n_contacts(self) -> int:
-        return int(self.sa.size)
-
-    @property
     def n_active(self) -> int:
         return int(np.count_nonzero(self.normal_impulse > 0.0))
 
@@ -359,7 +354,7 @@ class Contacts(ContactCandidates, ContactRows, ContactResponse, PostStabilisatio
         b = np.where((sb >= 0) & free[np.maximum(sb, 0)], sb, n)
         prio = np.random.default_rng(self._rng_seed).permutation(k)
         left = np.arange(k)
-        colours = []
+        colours: list[np.ndarray] = []
         while left.size:
             if len(colours) == self.max_colours - 1:
                 count = np.bincount(a[left], minlength=n + 1) + np.bincount(b[left], minlength=n + 1)

@@ -9,10 +9,11 @@ import numpy as np
 
 from ..core import quaternion as quat
 from .contact_kkt import solve_joints_and_contacts
+from .response import ContactResponse
 from .rows import _rows_times
 
 
-class PostStabilisation:
+class PostStabilisation(ContactResponse):
     """The ``post_stabilise`` option of :class:`~solver.contact.contacts.Contacts` (run by its ``end_step``)."""
 
     def _overlap_rows(self, sim, margin):
@@ -34,7 +35,7 @@ class PostStabilisation:
             parts.append((i, zi, j, zj, nrm, gap))
         if not parts:
             return None
-        return [np.concatenate(p) for p in zip(*parts)]
+        return [np.concatenate(p) for p in zip(*parts, strict=True)]
 
     def _post_stabilise(self, sim) -> None:
         """Position-only removal of the overlaps left at the end of a step (post-stabilisation, Cline & Pai

@@ -9,10 +9,10 @@ import numpy as np
 
 from ..core import quaternion as quat
 from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
-from .rows import _rows_times
+from .rows import ContactRows, _rows_times
 
 
-class ContactResponse:
+class ContactResponse(ContactRows):
     """The solves of :class:`~solver.contact.contacts.Contacts` (``response`` ``"local"``, ``"tree"`` or
     ``"direct"``); they move ``sim.positions``/``sim.orientations`` and accumulate the contact impulses."""
 
@@ -148,7 +148,7 @@ class ContactResponse:
         # the step's first solve starts with every touching row active; later ones with the last active set
         touch = (self.direct_touch if self._first_solve else -self.direct_enter) * self.rest
         self._first_solve = False
-        stats = {}
+        stats: dict = {}
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             joint_rows,
             jp,
@@ -189,6 +189,7 @@ class ContactResponse:
             # the last round's impulses, kept inside the box μ λ_n (rows that still violate it are clamped)
             bound = (self.mu * self.normal_impulse)[:, None]
             lt = np.clip(friction.lam + dl_t, -bound, bound)
+            assert basis is not None  # made with the friction rows
             self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
             self._sliding = friction.sliding
         sim.lam += dl_joint

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core import quaternion as quat
 from .colliders import closest_point_parameter, closest_points_on_segments
+from .state import ContactState
 
 
 def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
@@ -25,7 +26,7 @@ def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
     return out
 
 
-class ContactRows:
+class ContactRows(ContactState):
     """Row geometry for :class:`~solver.contact.contacts.Contacts` (reads its step state: ``za``, ``zb``,
     ``normal``, ``rest``, ``point_b`` and the topology of :class:`~solver.contact.candidates.ContactCandidates`)."""
 

@@ -180,7 +180,7 @@ def mesh_signed_distance_grid(
         flat_nearest = np.ravel_multi_index(tuple(nearest), shape).reshape(-1)
         far = ~band
         dist[far] = hop.reshape(-1)[far] + dist[flat_nearest[far]]
-    votes = sum(_inside_by_parity(tri, axes, ax).astype(np.int64) for ax in range(3))
+    votes = np.sum([_inside_by_parity(tri, axes, ax) for ax in range(3)], axis=0, dtype=np.int64)
     sign = np.where(votes.reshape(-1) >= 2, -1.0, 1.0)
     phi = (sign * dist).reshape(shape)
     return SignedDistanceGrid(phi, lo, float(cell_size))

@@ -11,6 +11,7 @@ positive, joint pivots negative: the matrix is quasi-definite).
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -67,7 +68,7 @@ def inv_definite(blocks: np.ndarray, sign, out: np.ndarray | None = None) -> np.
         sign = sign.reshape(k)
     if k > 2 * CHUNK:  # equal batches, so that the ~20 passes over the blocks stay in cache
         bounds = np.linspace(0, k, -(-k // CHUNK) + 1).astype(int)
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
+        for lo, hi in itertools.pairwise(bounds):
             inv_definite(blocks[lo:hi], sign[lo:hi] if sign.ndim else sign, out[lo:hi])
         return out
     p, q, r = blocks[:, :3, :3], blocks[:, :3, 3:], blocks[:, 3:, 3:]

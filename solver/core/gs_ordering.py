@@ -45,7 +45,9 @@ def _to_batches(groups: list[list[tuple[str, int]]]) -> list[list[tuple[str, np.
 
 def sequential_batches(order: list[tuple[str, int]], variables: dict[str, np.ndarray]) -> list:
     """Cut a sequential order into maximal runs of variable-disjoint constraints (exactly equivalent)."""
-    groups, current, used = [], [], set()
+    groups: list[list[tuple[str, int]]] = []
+    current: list[tuple[str, int]] = []
+    used: set[int] = set()
     for kind, i in order:
         v = set(int(x) for x in variables[kind][i])
         if current and v & used:
@@ -60,7 +62,7 @@ def sequential_batches(order: list[tuple[str, int]], variables: dict[str, np.nda
 
 def colored_batches(kinds: list[str], variables: dict[str, np.ndarray], active: dict[str, np.ndarray]) -> list:
     """Per kind (in the given order), greedy colours of constraints that share no variable."""
-    groups = []
+    groups: list[list[tuple[str, int]]] = []
     for kind in kinds:
         colours: list[tuple[list, set]] = []
         for i in np.flatnonzero(active[kind]):

@@ -37,9 +37,9 @@ def compliance(model, dt: float, index=slice(None)) -> np.ndarray:
     ``FL³/3EI``).
     """
     k = model.bend_twist_stiffness[index]
-    l = model.joint_lengths[index]
+    length = model.joint_lengths[index]
     s = model.stretch_compliance[index]
-    alpha = np.concatenate((np.repeat(s[:, None], 3, axis=1), 1.0 / (k * l[:, None])), axis=1)
+    alpha = np.concatenate((np.repeat(s[:, None], 3, axis=1), 1.0 / (k * length[:, None])), axis=1)
     return alpha / (dt * dt)
 
 
@@ -59,7 +59,7 @@ def evaluate(model, positions, orientations, index=slice(None), with_jacobians: 
     c = ev.values(positions, orientations).copy()
     if not with_jacobians:
         return c
-    return (c,) + tuple(_full_jacobian(rot, sign) for rot, sign in zip(ev.rotation_columns(), (1.0, -1.0)))
+    return (c,) + tuple(_full_jacobian(rot, sign) for rot, sign in zip(ev.rotation_columns(), (1.0, -1.0), strict=True))
 
 
 def _full_jacobian(rot: np.ndarray, sign: float, out: np.ndarray | None = None) -> np.ndarray:
@@ -125,7 +125,7 @@ class JointEvaluator:
         self._pack = np.empty((0, 16))  # per segment: x (3), q (4), R(q) (9)
         self._rot_parent = np.empty((m, 6, 3))
         self._rot_child = np.empty((m, 6, 3))
-        self._state = None
+        self._state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # set by values()
 
     def values(self, positions: np.ndarray, orientations: np.ndarray) -> np.ndarray:
         """``C`` (m, 6) of Eq. 23 at the pose; returns an internal array."""

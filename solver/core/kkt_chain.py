@@ -46,7 +46,8 @@ def chain_order(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
     nbr = other.reshape(2, m).T.tolist()  # ≤ 2 neighbouring joints per joint
     degree = [(a >= 0) + (b >= 0) for a, b in nbr]
     seen = [False] * m
-    order, link = [], []
+    order: list[int] = []
+    link: list[bool] = []
     for start in [j for j in range(m) if degree[j] < 2]:  # walk each path from one end
         if seen[start]:
             continue

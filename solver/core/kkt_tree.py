@@ -36,10 +36,10 @@ largest part, then the products per pair, the solve and the constraint evaluatio
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy.sparse import csr_matrix
 
 try:  # y += A x for CSR A and row-major x with several columns, without scipy's per-call dispatch (~30 µs)
@@ -60,8 +60,9 @@ class _Round:
     pair_stop: int
     pair_nbr: np.ndarray  # (P,) neighbour's position in elimination order
     fill_dest: np.ndarray  # (k2,) pair slot of the fill edge H[first nbr, second nbr] made by each compressed node
-    incoming: object = None  # CSR (k × all pairs): which earlier pairs update each pivot (None: pivots untouched)
-    incoming_negated: object = None
+    # CSR (k × all pairs): which earlier pairs update each pivot (None: pivots untouched)
+    incoming: csr_matrix | None = None
+    incoming_negated: csr_matrix | None = None
 
 
 def _accumulate(a: csr_matrix, x: np.ndarray, y: np.ndarray) -> None:
@@ -79,17 +80,17 @@ def _runs(slots: np.ndarray, joints: np.ndarray, min_length: int = 16):
         return [], (slots, joints)
     cut = np.flatnonzero(np.diff(slots) != 1) + 1
     bounds = np.concatenate(([0], cut, [slots.size]))
-    runs, rest = [], []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    runs: list[tuple[slice, np.ndarray | slice]] = []
+    rest = []
+    for lo, hi in itertools.pairwise(bounds):
         if hi - lo >= min_length:
             j = joints[lo:hi]
-            if np.all(np.diff(j) == 1):
-                j = slice(int(j[0]), int(j[-1]) + 1)
-            runs.append((slice(int(slots[lo]), int(slots[hi - 1]) + 1), j))
+            run_joints = slice(int(j[0]), int(j[-1]) + 1) if np.all(np.diff(j) == 1) else j
+            runs.append((slice(int(slots[lo]), int(slots[hi - 1]) + 1), run_joints))
         else:
             rest.append(np.arange(lo, hi))
-    rest = np.concatenate(rest) if rest else np.zeros(0, np.int64)
-    return runs, (slots[rest], joints[rest])
+    left = np.concatenate(rest) if rest else np.zeros(0, np.int64)
+    return runs, (slots[left], joints[left])
 
 
 def _bfs_distance(n: int, rows: np.ndarray, cols: np.ndarray, roots: np.ndarray) -> np.ndarray:
@@ -145,7 +146,7 @@ class TreeKKT:
     def _symbolic(self, rows: np.ndarray, cols: np.ndarray) -> None:
         n = self.n_nodes
         adj: list[dict[int, int]] = [dict() for _ in range(n)]
-        for e, (u, v) in enumerate(zip(rows.tolist(), cols.tolist())):
+        for e, (u, v) in enumerate(zip(rows.tolist(), cols.tolist(), strict=True)):
             adj[u][v] = e
             adj[v][u] = e
         n_edges = rows.size
@@ -199,7 +200,7 @@ class TreeKKT:
         side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint)).tolist()
         pos = np.empty(n, np.int64)
         starts = np.concatenate(([0], np.cumsum([len(elim) for elim, _ in raw])))
-        oriented = [None] * len(raw)
+        oriented: list[list] = [[] for _ in raw]  # per round: (node, its pairs), filled below
         for r in range(len(raw) - 1, -1, -1):
             items = []
             for i, nb in raw[r][0]:
@@ -228,7 +229,7 @@ class TreeKKT:
             second = [(i, nb[1]) for i, nb in elim if len(nb) == 2]
             pairs = first + second
             slots = pair_start + np.arange(len(pairs))
-            for s, (i, (a, e)) in zip(slots.tolist(), pairs):
+            for s, (i, (_, e)) in zip(slots.tolist(), pairs, strict=True):
                 edge_slot[e] = s
                 edge_node[e] = i
             fill_edges = [fills[i] for i, _ in first[:k2]]
@@ -259,10 +260,11 @@ class TreeKKT:
             by_round = np.argsort(owner, kind="stable")
             bounds = np.searchsorted(owner[by_round], np.arange(len(rounds) + 1))
             for r, rd in enumerate(rounds):
-                pairs = by_round[bounds[r] : bounds[r + 1]]
-                if pairs.size:
+                in_round = by_round[bounds[r] : bounds[r + 1]]
+                if in_round.size:
                     rd.incoming = csr_matrix(
-                        (np.ones(pairs.size), (nbr[pairs] - rd.start, pairs)), shape=(rd.stop - rd.start, pair_start)
+                        (np.ones(in_round.size), (nbr[in_round] - rd.start, in_round)),
+                        shape=(rd.stop - rd.start, pair_start),
                     )
                     rd.incoming.sort_indices()
                     rd.incoming_negated = -rd.incoming
@@ -332,7 +334,7 @@ class TreeKKT:
         """
         G = self._G
         for (joints, slots, transposed, _), jac, jac_t in zip(
-            self._init_plan, (jac_a, jac_a, jac_b, jac_b), (None, jac_a_t, None, jac_b_t)
+            self._init_plan, (jac_a, jac_a, jac_b, jac_b), (None, jac_a_t, None, jac_b_t), strict=True
         ):
             if slots.size:
                 if not transposed:
@@ -353,11 +355,13 @@ class TreeKKT:
         columns are written, mostly through slices."""
         G = self._G
         if not self._blocks_ready:
-            for (joints, slots, transposed, _), sign in zip(self._init_plan, (1.0, 1.0, -1.0, -1.0)):
+            for (_, slots, _, _), sign in zip(self._init_plan, (1.0, 1.0, -1.0, -1.0), strict=True):
                 G[slots] = 0.0
                 G[slots, :3, :3] = sign * np.eye(3)
             self._blocks_ready = True
-        for (_, _, transposed, (runs, (slots, joints))), rot in zip(self._init_plan, (rot_a, rot_a, rot_b, rot_b)):
+        for (_, _, transposed, (runs, (slots, joints))), rot in zip(
+            self._init_plan, (rot_a, rot_a, rot_b, rot_b), strict=True
+        ):
             if transposed:  # Jᵀ rows 3–5 are the rotation columns, transposed
                 for sl, j in runs:
                     G[sl, 3:, :] = np.swapaxes(rot[j], 1, 2)

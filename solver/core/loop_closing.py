@@ -30,7 +30,6 @@ from . import joint_constraint
 from . import quaternion as quat
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
 
-
 TREE_RESPONSE_MAX_LOOPS = 16
 
 
@@ -50,8 +49,8 @@ class LoopClosingConstraints:
         self._free_b = seg_to_free[self.joints.joint_child]
         self._colours = colour_joints(self._free_a, self._free_b)
         self.lam = np.zeros((self.joints.n_joints, 6))
-        self._dt = None
-        self._alpha_tilde = None
+        self._dt: float | None = None
+        self._alpha_tilde: np.ndarray  # α̃ for self._dt, set by begin_step
 
     def begin_step(self, sim) -> None:
         """λ ← 0 (Algorithm 1, line 4); α̃ = α/Δt² (Eq. 24) for the simulator's current Δt."""

@@ -12,10 +12,11 @@ and ``radius[:, 1]``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -117,9 +118,10 @@ class RodModel:
     torsion_modulus: np.ndarray
     joint_lengths: np.ndarray
     stretch_compliance: np.ndarray
-    leaf: np.ndarray = None
-    loops: "JointSet" = None
-    joint_input_index: np.ndarray = None
+    # None: filled in by __post_init__ (no leaves, no loops, input order), so never None afterwards
+    leaf: np.ndarray = None  # type: ignore[assignment]
+    loops: JointSet = None  # type: ignore[assignment]
+    joint_input_index: np.ndarray = None  # type: ignore[assignment]
     # derived
     plate_area: np.ndarray = field(init=False)
     masses: np.ndarray = field(init=False)
@@ -136,8 +138,8 @@ class RodModel:
         radii,
         densities,
         *,
-        joint_parent: Sequence[int] = (),
-        joint_child: Sequence[int] = (),
+        joint_parent: npt.ArrayLike = (),
+        joint_child: npt.ArrayLike = (),
         joint_point_parent=None,
         joint_point_child=None,
         joint_radii=None,
@@ -147,7 +149,7 @@ class RodModel:
         stretch_compliance=DEFAULT_STRETCH_COMPLIANCE,
         pinned=None,
         leaf=None,
-    ) -> "RodModel":
+    ) -> RodModel:
         """Build and validate a model from segment and joint arrays (broadcasting scalars).
 
         Radii: a scalar or one value per segment (circular), or semi-axes (a, b) as shape (n, 2). Joint radii
@@ -257,15 +259,17 @@ class RodModel:
         if self.loops is None:
             self.loops = JointSet.empty(self.orientations)
         a, b = self.radii[:, 0], self.radii[:, 1]
-        l = self.lengths
+        length = self.lengths
         # Solid elliptic cylinder (area π a b) or, for a leaf, a rectangular plate (area 2a · 2b), about
         # its centre of mass, body axes (d1, d2, d3): cross-section terms ρ·l·(I1, I2, J) of Deul Eq. 28
         # (π a b³/4 … for the ellipse, (2a)(2b)³/12 … for the rectangle) plus m·l²/12 about d1 and d2.
-        self.masses = self.densities * np.where(self.leaf, 4.0, np.pi) * a * b * l
-        self.plate_area = np.where(self.leaf, 2.0 * a * l, 0.0)
+        self.masses = self.densities * np.where(self.leaf, 4.0, np.pi) * a * b * length
+        self.plate_area = np.where(self.leaf, 2.0 * a * length, 0.0)
         k = np.where(self.leaf, 1.0 / 3.0, 1.0 / 4.0)
         m = self.masses
-        self.inertia = np.stack((m * (k * b**2 + l**2 / 12), m * (k * a**2 + l**2 / 12), m * k * (a**2 + b**2)), axis=1)
+        self.inertia = np.stack(
+            (m * (k * b**2 + length**2 / 12), m * (k * a**2 + length**2 / 12), m * k * (a**2 + b**2)), axis=1
+        )
         self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
             self.orientations,
             self.joint_parent,
@@ -291,7 +295,7 @@ class RodModel:
         order = np.argsort(np.concatenate((self.joint_input_index, self.loops.input_index)), kind="stable")
         return {name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order] for name in JOINT_FIELDS}
 
-    def with_rest_darboux(self, rest_darboux) -> "RodModel":
+    def with_rest_darboux(self, rest_darboux) -> RodModel:
         """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
         ``rest_darboux`` (m, 4) instead of the ones taken from the initial pose (pre-stress,
         solver/build/prestress.py). :meth:`copy_with` rebuilds from the pose and drops them."""
@@ -305,7 +309,7 @@ class RodModel:
         new.rest_darboux = rest
         return new
 
-    def without_joints(self, joints) -> "RodModel":
+    def without_joints(self, joints) -> RodModel:
         """A copy without the tree joints ``joints`` (indices into the tree joints), every other joint keeping
         its rest Darboux quaternion (a pre-stressed model stays pre-stressed) and its original input index
         (``joint_input_index``, ``loops.input_index``): for fracture."""
@@ -322,7 +326,7 @@ class RodModel:
         new.loops.input_index = original[new.loops.input_index]
         return new.with_rest_darboux(self.rest_darboux[keep])
 
-    def copy_with(self, **changes) -> "RodModel":
+    def copy_with(self, **changes) -> RodModel:
         """A new validated model with some constructor arrays replaced (joint arrays in input order,
         tree joints and loop-closing constraints together, as given to :meth:`from_arrays`)."""
         fields = dict(
@@ -372,6 +376,16 @@ class JointSet:
     of a model. ``input_index`` (k,): each joint's index in the joint arrays given to
     :meth:`RodModel.from_arrays`; ``orientations``: the model's initial segment orientations."""
 
+    joint_parent: np.ndarray
+    joint_child: np.ndarray
+    joint_point_parent: np.ndarray
+    joint_point_child: np.ndarray
+    joint_radii: np.ndarray
+    youngs_modulus: np.ndarray
+    torsion_modulus: np.ndarray
+    joint_lengths: np.ndarray
+    stretch_compliance: np.ndarray
+
     def __init__(self, orientations: np.ndarray, input_index: np.ndarray, **joints):
         self.input_index = input_index
         for name in JOINT_FIELDS:
@@ -386,7 +400,7 @@ class JointSet:
         )
 
     @classmethod
-    def empty(cls, orientations) -> "JointSet":
+    def empty(cls, orientations) -> JointSet:
         shapes = dict(joint_point_parent=(0, 3), joint_point_child=(0, 3), joint_radii=(0, 2))
         joints = {
             name: np.zeros(shapes.get(name, (0,)), np.int64 if name in ("joint_parent", "joint_child") else float)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -121,10 +121,10 @@ class Simulator:
         self._seg_b = seg_to_free[self.model.joint_child]
         self._kkt: TreeKKT | ChainKKT | None = None
         self._joint_eval: joint_constraint.JointEvaluator | None = None
-        self._evaluated_pose = None
+        self._evaluated_pose: tuple[bytes, bytes] | None = None
         self._colours: list[np.ndarray] | None = None
-        self._alpha_tilde = None  # α̃ = α/Δt² per joint
-        self._factor_age = None  # no factorisation to reuse
+        self._alpha_tilde: np.ndarray | None = None  # α̃ = α/Δt² per joint
+        self._factor_age: int | None = None  # no factorisation to reuse
 
     def remove_joints(self, joints) -> None:
         """Break the tree joints ``joints`` (indices into ``model``'s tree joints) between steps: the model
@@ -277,7 +277,7 @@ class Simulator:
         ``implicit_damping`` array (n, 6) [kg/s world; kg·m²/s body axes], bounding −∂f/∂v after its call, adds
         Δt times it to this step's mass in the prediction and the KKT solve: (M + Δt D)(v' − v) = Δt f(v) +
         constraint impulses. Stable for light leaves in strong wind; the static equilibrium is unchanged."""
-        d = [fld.implicit_damping for fld in self.force_fields if getattr(fld, "implicit_damping", None) is not None]
+        d = [dmp for fld in self.force_fields if (dmp := getattr(fld, "implicit_damping", None)) is not None]
         if not d and not self._mass_augmented:
             return
         md = self._mass_diag + self._dt * np.sum(d, axis=0) if d else self._mass_diag
@@ -382,11 +382,13 @@ class Simulator:
             chains = chain_order(n_free, self._seg_a, self._seg_b) is not None
             self._kkt = (ChainKKT if chains else TreeKKT)(n_free, self._seg_a, self._seg_b)
         rhs = self._joint_values() + self.alpha_tilde * self.lam
+        ev = self._joint_eval
+        assert ev is not None  # made by _joint_values
         if self._factor_age is None or self._factor_age >= self._factor_reuse or not self._kkt.factored:
             if isinstance(self._kkt, TreeKKT):
-                self._kkt.factor_blocks(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.rotation_columns())
+                self._kkt.factor_blocks(self._mass_diag_free, self.alpha_tilde, *ev.rotation_columns())
             else:
-                self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *self._joint_eval.jacobians())
+                self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *ev.jacobians())
             self._factor_age = 0
         else:  # simplified Newton (factor_reuse): H of an earlier iterate
             self._factor_age += 1

@@ -173,7 +173,7 @@ class DLORod(PolylineRod):
     def _torsion(self, x):
         """Torsion-spring forces on Q_j (and −F on R_j) of the interior nodes."""
         k = self.n_points
-        i, j, l = self._tor
+        i, j, _ = self._tor
         r, q = x[:k], x[k : 2 * k]
         u = self._link_angles(x)
         t = r[1:] - r[:-1]

@@ -21,8 +21,8 @@ Readings of the seed where its text is ambiguous (its Table 2 is garbled):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -58,17 +58,17 @@ class StretchShear:
     def project(self, rod, idx: np.ndarray, inv_dt2: float) -> None:
         a, b = idx, idx + 1
         q = rod.q[idx]
-        l = self.l[idx]
-        c = rod.x[b] - rod.x[a] - l[:, None] * director_d3(q)
+        length = self.l[idx]
+        c = rod.x[b] - rod.x[a] - length[:, None] * director_d3(q)
         wa, wb, wq = rod.w[a], rod.w[b], rod.wq[idx]
         at = self.alpha[idx, 0] * inv_dt2
-        dlam = -(c + at[:, None] * self.lam[idx]) / (wa + wb + 4.0 * l * l * wq + at)[:, None]
+        dlam = -(c + at[:, None] * self.lam[idx]) / (wa + wb + 4.0 * length * length * wq + at)[:, None]
         self.lam[idx] += dlam
         rod.x[a] -= wa[:, None] * dlam
         rod.x[b] += wb[:, None] * dlam
         # W ∇_qCᵀ Δλ = −2 l w_q (0, Δλ) q ē3  (Eqs. 11, 35, 37)
         dq = quat.multiply(quat.multiply(_pure(dlam), q), _E3_CONJ)
-        rod.q[idx] = quat.normalize(q - (2.0 * l * wq)[:, None] * dq)
+        rod.q[idx] = quat.normalize(q - (2.0 * length * wq)[:, None] * dq)
 
 
 class BendTwist:
@@ -132,8 +132,8 @@ class PaOBCRRod(PositionBasedRod):
         m_p = np.zeros(k)
         m_p[:-1] += 0.5 * self.edge_mass
         m_p[1:] += 0.5 * self.edge_mass
-        r, l = self.edge_radius, self.lengths
-        i_perp = self.edge_mass * (r * r / 4.0 + l * l / 12.0)
+        r, lengths = self.edge_radius, self.lengths
+        i_perp = self.edge_mass * (r * r / 4.0 + lengths * lengths / 12.0)
         self._init_state(
             self.rest_points,
             1.0 / m_p,
@@ -143,7 +143,7 @@ class PaOBCRRod(PositionBasedRod):
             pinned_quats={"start": [0], "end": [n - 1]},
         )
         self.kinds = {
-            "stretch": StretchShear(l, np.full(n, float(stretch_compliance))),
+            "stretch": StretchShear(lengths, np.full(n, float(stretch_compliance))),
             "bend": BendTwist(self.frames, self.joint_lengths, self.bend_twist_stiffness),
         }
         e = np.arange(n)

@@ -230,15 +230,15 @@ class PBERRod(PositionBasedRod):
             "length": _Edges(self, "length", stretch_compliance),
             "bisector": _Edges(self, "bisector", stretch_compliance),
             "ghost": _Edges(self, "ghost", stretch_compliance),
-            "darboux": _BendTwist(self),
         }
-        j = np.arange(n - 1)
+        bend_twist = _BendTwist(self)
+        self.kinds["darboux"] = bend_twist
         edge_vars = np.stack((e, e + 1, k + e), axis=1)
         variables = {
             "length": edge_vars[:, :2],
             "bisector": edge_vars,
             "ghost": edge_vars,
-            "darboux": self.kinds["darboux"].pts,
+            "darboux": bend_twist.pts,
         }
         edge_free = (self.w[e] + self.w[e + 1] + self.w[k + e]) > 0
         active = {

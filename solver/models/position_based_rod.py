@@ -16,6 +16,8 @@ constraint (the Chebyshev norm Deul et al. plot in Fig. 10).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from ..core import quaternion as quat
@@ -24,8 +26,21 @@ from ..core.timestep import NonFiniteStateError
 from .rod_interface import ENDS, PolylineRod
 
 
+class ConstraintKind(Protocol):
+    """One kind of constraint of a model (the interface in the module docstring)."""
+
+    lam: np.ndarray
+    alpha: np.ndarray
+
+    def project(self, rod, idx: np.ndarray, inv_dt2: float) -> None: ...
+
+    def value(self, rod) -> np.ndarray: ...
+
+
 class PositionBasedRod(PolylineRod):
     """Base class: subclasses fill the state arrays, ``kinds``, the sweep and the clamp indices."""
+
+    kinds: dict[str, ConstraintKind]
 
     def _init_state(self, x, w, q, wq, pinned_particles: dict, pinned_quats: dict) -> None:
         self.x = np.array(x, dtype=float)
@@ -81,6 +96,7 @@ class PositionBasedRod(PolylineRod):
 
     def end_step(self) -> None:
         dt = self.last_dt
+        assert dt is not None  # set by begin_step
         v = (self.x - self._x_old) / dt
         omega = quat.body_rotation_vector(self._q_old, self.q) / dt  # Eq. 19
         if self.damping > 0.0:
@@ -130,9 +146,9 @@ def project_scalar(
     at = kind.alpha[idx, 0] * inv_dt2
     s = at.copy()
     ws = [rod.w[p] for p in points]
-    for wp, g in zip(ws, grads):
+    for wp, g in zip(ws, grads, strict=True):
         s += wp * np.einsum("ij,ij->i", g, g)
     dlam = -(c + at * kind.lam[idx, 0]) / s
     kind.lam[idx, 0] += dlam
-    for p, wp, g in zip(points, ws, grads):
+    for p, wp, g in zip(points, ws, grads, strict=True):
         rod.x[p] += (wp * dlam)[:, None] * g

@@ -81,9 +81,9 @@ class StiffRod(PolylineRod):
         self.time = self.sim.time
 
     def centerline(self) -> np.ndarray:
-        sim, l = self.sim, self.model.lengths
-        half = np.zeros((l.size, 3))
-        half[:, 2] = 0.5 * l
+        sim, lengths = self.sim, self.model.lengths
+        half = np.zeros((lengths.size, 3))
+        half[:, 2] = 0.5 * lengths
         start = sim.positions - quat.rotate(sim.orientations, half)
         end = sim.positions + quat.rotate(sim.orientations, half)
         inner = 0.5 * (end[:-1] + start[1:])  # the two attachment points of a joint (equal up to σ⁻¹)

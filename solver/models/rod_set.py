@@ -71,7 +71,7 @@ class RodSet:
         self.positions = np.array(model.positions, dtype=float)
         self.orientations = np.array(model.orientations, dtype=float)
         self.rods, self._segments, self._offset = [], [], []
-        for b, ((points, radii), segs) in enumerate(zip(branches, span_segment)):
+        for b, ((points, radii), segs) in enumerate(zip(branches, span_segment, strict=True)):
             segs = np.asarray(segs, dtype=np.int64)
             points = np.asarray(points, dtype=float)
             if points.shape[0] - 1 != segs.size:
@@ -118,7 +118,7 @@ class RodSet:
         k = self.substeps
         h = self.dt / k
         residual = 0.0
-        for rod, segs, offset in zip(self.rods, self._segments, self._offset):
+        for rod, segs, offset in zip(self.rods, self._segments, self._offset, strict=True):
             for _ in range(k):
                 rod.step(h)
             pts = rod.centerline()

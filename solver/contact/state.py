@@ -1,0 +1,68 @@
+"""What :class:`~solver.contact.contacts.Contacts` keeps between its parts: the attributes its ``__init__``
+(and :class:`~solver.contact.candidates.ContactCandidates`' topology) and ``begin_step`` set, declared with
+their types once. Contacts is built from one base per concern (candidates, rows, response,
+post_stabilise), each reading this state; the declarations set nothing at run time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..core.model import RodModel
+    from .contact_kkt import JointRows
+
+
+class ContactState:
+    """The state of :class:`~solver.contact.contacts.Contacts` read by its bases."""
+
+    # Contacts.__init__: options
+    model: RodModel
+    response: str
+    self_contacts: str
+    compliance: float
+    direct_compliance: float
+    collider_compliance: float
+    direct_touch: float
+    direct_enter: float
+    direct_rounds: int
+    direct_grow_rounds: int
+    direct_max_move: float | None
+    post_tolerance: float
+    post_velocity: bool
+    # Contacts.__init__: per segment, and the direct solves' records
+    radius: np.ndarray
+    _inv_mass: np.ndarray
+    _inv_inertia: np.ndarray
+    _self_segments: np.ndarray
+    _excluded: np.ndarray
+    damped_solves: int
+    solve_log: list[tuple[int, bool]]
+    friction_log: list[int]
+    _joint_rows: JointRows | None
+    _joint_rows_model: RodModel | None
+    # ContactCandidates._vertex_table: the joint points of the self-colliding segments
+    _succ: np.ndarray
+    _pred: np.ndarray
+    _vid_lo: np.ndarray
+    _vid_hi: np.ndarray
+    _v_other: np.ndarray
+    # Contacts.begin_step: this step's contacts
+    _start: tuple[np.ndarray, np.ndarray]
+    sa: np.ndarray
+    sb: np.ndarray
+    za: np.ndarray
+    zb: np.ndarray
+    rest: np.ndarray
+    mu: np.ndarray
+    normal_impulse: np.ndarray
+    tangent_impulse: np.ndarray
+    _alpha_tilde: float
+    _all: dict[str, Any]
+    _first_solve: bool
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.sa.size)
