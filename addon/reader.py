@@ -5,6 +5,7 @@ depth), an armature ``treeArm`` (bones ``bone<spline>.<point>`` spanning points 
 spline, hierarchy in bone parenting) and a mesh ``leaves``. The hierarchy is not on the curve, so
 branch parents come from the bones where there are bones, and geometrically otherwise.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,24 +28,26 @@ class TreeSource:
     curve: bpy.types.Object
     armature: bpy.types.Object | None
     leaves: bpy.types.Object | None
-    branches: list                      # [(points (K, 3) world m, radii (K,) m)]
-    spline_index: list                  # curve spline index of each branch
-    parents: list                       # (parent branch, parent span) from bones, or None
+    branches: list  # [(points (K, 3) world m, radii (K,) m)]
+    spline_index: list  # curve spline index of each branch
+    parents: list  # (parent branch, parent span) from bones, or None
     bone_names: list = field(default_factory=list)
     bone_span: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (branch, span) per bone
-    bone_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # index into bone_names or −1
+    bone_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # index into bone_names or −1
     control_points: list = field(default_factory=list)  # plain curves: ControlPoints per branch
+    curves: list = field(default_factory=list)  # Sapling trees: (dense points (M, 3) world m, span (M − 1,)) per branch
 
 
 @dataclass
 class ControlPoints:
     """The editable points of one spline, in the curve object's local frame [m]: what a curve bake keys."""
-    spline: int                         # index in curve.data.splines
+
+    spline: int  # index in curve.data.splines
     bezier: bool
-    co: np.ndarray                      # (K, 3)
-    handle_left: np.ndarray | None      # (K, 3), Bézier only
+    co: np.ndarray  # (K, 3)
+    handle_left: np.ndarray | None  # (K, 3), Bézier only
     handle_right: np.ndarray | None
-    w: np.ndarray | None                # (K,) NURBS/poly weight, kept as is
+    w: np.ndarray | None  # (K,) NURBS/poly weight, kept as is
 
 
 def read_control_points(curve, spline: int) -> ControlPoints:
@@ -53,9 +56,12 @@ def read_control_points(curve, spline: int) -> ControlPoints:
         pts = sp.bezier_points
         arrays = []
         for attr in ("co", "handle_left", "handle_right"):
-            a = np.empty(3 * len(pts)); pts.foreach_get(attr, a); arrays.append(a.reshape(-1, 3))
+            a = np.empty(3 * len(pts))
+            pts.foreach_get(attr, a)
+            arrays.append(a.reshape(-1, 3))
         return ControlPoints(spline, True, arrays[0], arrays[1], arrays[2], None)
-    co4 = np.empty(4 * len(sp.points)); sp.points.foreach_get("co", co4)
+    co4 = np.empty(4 * len(sp.points))
+    sp.points.foreach_get("co", co4)
     co4 = co4.reshape(-1, 4)
     return ControlPoints(spline, False, co4[:, :3].copy(), None, None, co4[:, 3].copy())
 
@@ -66,14 +72,19 @@ def write_control_points(curve, cps: ControlPoints) -> None:
         for attr in ("co", "handle_left", "handle_right"):
             sp.bezier_points.foreach_set(attr, np.ascontiguousarray(getattr(cps, attr)).ravel())
     else:
+        assert cps.w is not None  # poly and NURBS points carry their weight
         sp.points.foreach_set("co", np.column_stack((cps.co, cps.w)).ravel())
-    curve.data.update_tag()             # redraw: foreach_set does not tag the datablock itself
+    curve.data.update_tag()  # redraw: foreach_set does not tag the datablock itself
 
 
 def is_sapling_armature(obj) -> bool:
-    return (obj is not None and obj.type == "ARMATURE" and len(obj.data.bones) > 0
-            and all(BONE_NAME.match(b.name) for b in obj.data.bones[:50])
-            and any(c.type == "CURVE" for c in obj.children))
+    return (
+        obj is not None
+        and obj.type == "ARMATURE"
+        and len(obj.data.bones) > 0
+        and all(BONE_NAME.match(b.name) for b in obj.data.bones[:50])
+        and any(c.type == "CURVE" for c in obj.children)
+    )
 
 
 def find_parts(obj):
@@ -84,15 +95,19 @@ def find_parts(obj):
         raise ReadError(f"'{obj.name}' is in Edit Mode: switch to Object Mode first")
     if obj.type == "ARMATURE":
         if not is_sapling_armature(obj):
-            raise ReadError(f"Armature '{obj.name}' is not a Sapling tree armature (bones 'bone<spline>.<point>' "
-                            "with a child curve): select a Sapling tree or a curve")
+            raise ReadError(
+                f"Armature '{obj.name}' is not a Sapling tree armature (bones 'bone<spline>.<point>' "
+                "with a child curve): select a Sapling tree or a curve"
+            )
         curve = next(c for c in obj.children if c.type == "CURVE")
         armature = obj
     elif obj.type == "CURVE":
         curve = obj
         armature = obj.parent if is_sapling_armature(obj.parent) else None
     else:
-        raise ReadError(f"'{obj.name}' is a {obj.type.lower()}: select a Sapling tree (armature or curve) or a curve object")
+        raise ReadError(
+            f"'{obj.name}' is a {obj.type.lower()}: select a Sapling tree (armature or curve) or a curve object"
+        )
     leaves = next((c for c in curve.children if c.type == "MESH"), None)
     return curve, armature, leaves
 
@@ -108,25 +123,32 @@ def read_curve_branches(curve, default_radius: float, segment_length: float | No
     Radius = point radius × bevel depth × object scale (``default_radius`` [m] replaces the bevel
     depth of a curve without bevel). With ``segment_length`` [m] each spline is evaluated (Bézier
     handles included) and resampled to segments of about that length; without it (Sapling trees,
-    whose bones span control points) the control points are the segment ends."""
+    whose bones span control points) the control points are the segment ends, and the third value
+    holds each spline as drawn: ``(dense points (M, 3) world m, span index (M − 1,))`` (Bézier
+    handles included; empty for resampled curves)."""
     data = curve.data
     mw = np.array(curve.matrix_world)
     scale = _uniform_scale(curve.matrix_world)
     bevel = data.bevel_depth if data.bevel_depth > 0 else default_radius
-    branches, index = [], []
+    branches, index, curves = [], [], []
     for si, spline in enumerate(data.splines):
         handles = None
         if spline.type == "BEZIER":
             pts = spline.bezier_points
-            co = np.empty(3 * len(pts)); pts.foreach_get("co", co)
-            hl = np.empty(3 * len(pts)); pts.foreach_get("handle_left", hl)
-            hr = np.empty(3 * len(pts)); pts.foreach_get("handle_right", hr)
+            co = np.empty(3 * len(pts))
+            pts.foreach_get("co", co)
+            hl = np.empty(3 * len(pts))
+            pts.foreach_get("handle_left", hl)
+            hr = np.empty(3 * len(pts))
+            pts.foreach_get("handle_right", hr)
             handles = (hl.reshape(-1, 3), hr.reshape(-1, 3))
         else:
             pts = spline.points
-            co4 = np.empty(4 * len(pts)); pts.foreach_get("co", co4)
+            co4 = np.empty(4 * len(pts))
+            pts.foreach_get("co", co4)
             co = co4.reshape(-1, 4)[:, :3].ravel()
-        rad = np.empty(len(pts)); pts.foreach_get("radius", rad)
+        rad = np.empty(len(pts))
+        pts.foreach_get("radius", rad)
         co = co.reshape(-1, 3)
         if co.shape[0] < 2:
             continue
@@ -138,12 +160,17 @@ def read_curve_branches(curve, default_radius: float, segment_length: float | No
                 co, r = resample_polyline(co, r, segment_length / scale)
             except ValueError:
                 raise ReadError(f"Curve '{curve.name}', spline {si} has zero length") from None
+        if segment_length is None:
+            # the curve as drawn, its span (control point interval) per piece: where a leaf meets its branch
+            dense = bezier_polyline(co, handles[0], handles[1], r)[0] if handles is not None else co
+            step = (dense.shape[0] - 1) // (co.shape[0] - 1)
+            curves.append((dense @ mw[:3, :3].T + mw[:3, 3], np.arange(dense.shape[0] - 1) // step))
         world = co @ mw[:3, :3].T + mw[:3, 3]
         branches.append((world, r))
         index.append(si)
     if not branches:
         raise ReadError(f"Curve '{curve.name}' has no spline with at least 2 points: nothing to simulate")
-    return branches, index
+    return branches, index, curves
 
 
 def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) -> TreeSource:
@@ -151,15 +178,17 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
 
     Sapling trees keep one segment per bone span; other curves are resampled to ``segment_length`` [m]."""
     curve, armature, leaves = find_parts(obj)
-    branches, spline_index = read_curve_branches(curve, default_radius,
-                                                 None if armature is not None else segment_length)
+    branches, spline_index, curves = read_curve_branches(
+        curve, default_radius, None if armature is not None else segment_length
+    )
     for b, (pts, _) in enumerate(branches):
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
         if np.any(seg <= 1e-9):
             k = int(np.argmax(seg <= 1e-9))
-            raise ReadError(f"Curve '{curve.name}', spline {spline_index[b]}: points {k} and {k + 1} coincide "
-                            "(zero-length segment)")
-    src = TreeSource(curve, armature, leaves, branches, spline_index, [None] * len(branches))
+            raise ReadError(
+                f"Curve '{curve.name}', spline {spline_index[b]}: points {k} and {k + 1} coincide (zero-length segment)"
+            )
+    src = TreeSource(curve, armature, leaves, branches, spline_index, [None] * len(branches), curves=curves)
     if armature is None:
         src.control_points = [read_control_points(curve, si) for si in spline_index]
         return src
@@ -170,14 +199,16 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
         if not m:
             continue
         spline, point = int(m.group(1)), int(m.group(2))
-        b = branch_of_spline.get(spline)
-        if b is None or point >= len(branches[b][0]) - 1:
-            raise ReadError(f"Bone '{bone.name}' has no matching span on curve '{curve.name}' "
-                            "(the armature and the curve no longer belong together)")
+        branch = branch_of_spline.get(spline)
+        if branch is None or point >= len(branches[branch][0]) - 1:
+            raise ReadError(
+                f"Bone '{bone.name}' has no matching span on curve '{curve.name}' "
+                "(the armature and the curve no longer belong together)"
+            )
         if bone.length <= 1e-9:
             raise ReadError(f"Bone '{bone.name}' has zero length")
         names.append(bone.name)
-        spans.append((b, point))
+        spans.append((branch, point))
         parent_names.append(bone.parent.name if bone.parent else None)
     lookup = {n: i for i, n in enumerate(names)}
     src.bone_names = names
@@ -194,13 +225,17 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
 
 @dataclass
 class LeafMesh:
-    """Sapling's leaves mesh in world space: polygons, and each vertex's bone (its heaviest vertex group)."""
-    co: np.ndarray                  # (V, 3) world [m]
-    loop_start: np.ndarray          # (L,)
-    loop_total: np.ndarray          # (L,)
-    loop_vertex: np.ndarray         # (loops,)
-    vertex_bone: np.ndarray         # (V,) index into TreeSource.bone_names, −1 without a bone group
-    matrix_world: np.ndarray        # (4, 4) of the leaves object at rest
+    """Sapling's leaves mesh in world space: polygons, and the bone weights its Armature modifier uses."""
+
+    co: np.ndarray  # (V, 3) world [m]
+    co_local: np.ndarray  # (V, 3) float32, the mesh's own coordinates (restored exactly)
+    loop_start: np.ndarray  # (L,)
+    loop_total: np.ndarray  # (L,)
+    loop_vertex: np.ndarray  # (loops,)
+    weight_vertex: np.ndarray  # (W,) vertex of each (vertex, bone, weight) entry of a bone's vertex group
+    weight_bone: np.ndarray  # (W,) index into TreeSource.bone_names
+    weight: np.ndarray  # (W,) > 0
+    matrix_world: np.ndarray  # (4, 4) of the leaves object at rest
 
 
 def read_leaf_mesh(leaves, bone_names) -> LeafMesh | None:
@@ -209,16 +244,24 @@ def read_leaf_mesh(leaves, bone_names) -> LeafMesh | None:
     if len(me.polygons) == 0:
         return None
     mw = np.array(leaves.matrix_world)
-    co = np.empty(3 * len(me.vertices)); me.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3) @ mw[:3, :3].T + mw[:3, 3]
+    co_local = np.empty(3 * len(me.vertices), np.float32)
+    me.vertices.foreach_get("co", co_local)
+    co_local = co_local.reshape(-1, 3)
+    co = co_local @ mw[:3, :3].T + mw[:3, 3]
     n = len(me.polygons)
-    start = np.empty(n, np.int64); me.polygons.foreach_get("loop_start", start)
-    total = np.empty(n, np.int64); me.polygons.foreach_get("loop_total", total)
-    loops = np.empty(len(me.loops), np.int64); me.loops.foreach_get("vertex_index", loops)
+    start = np.empty(n, np.int64)
+    me.polygons.foreach_get("loop_start", start)
+    total = np.empty(n, np.int64)
+    me.polygons.foreach_get("loop_total", total)
+    loops = np.empty(len(me.loops), np.int64)
+    me.loops.foreach_get("vertex_index", loops)
     lookup = {name: i for i, name in enumerate(bone_names)}
-    group_bone = np.array([lookup.get(g.name, -1) for g in leaves.vertex_groups] + [-1], dtype=np.int64)
-    best = np.full(len(me.vertices), -1, dtype=np.int64)
-    for v in me.vertices:                 # once per convert; Sapling leaves have one group per vertex
-        if len(v.groups):
-            best[v.index] = max(v.groups, key=lambda g: g.weight).group
-    return LeafMesh(co, start, total, loops, group_bone[best], mw)
+    group_bone = np.array([lookup.get(g.name, -1) for g in leaves.vertex_groups], dtype=np.int64)
+    entries = np.array(
+        [(v.index, g.group, g.weight) for v in me.vertices for g in v.groups],  # once per convert
+        dtype=float,
+    ).reshape(-1, 3)
+    wv, wg = entries[:, 0].astype(np.int64), entries[:, 1].astype(np.int64)
+    bone = group_bone[wg]
+    keep = (bone >= 0) & (entries[:, 2] > 0)  # groups that are no bone do not deform (Armature modifier)
+    return LeafMesh(co, co_local, start, total, loops, wv[keep], bone[keep], entries[keep, 2], mw)

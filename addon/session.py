@@ -2,113 +2,134 @@
 
 Kept in memory per object (not saved in the .blend): Convert builds it, Simulate and Bake advance it.
 """
+
 from __future__ import annotations
 
 import time
+import typing
 
 import bpy
 import numpy as np
 
 from ..solver import Simulator
-from ..solver.core import quaternion as quat
 from ..solver.build.binding import bind_points, carried_points, nearest_segments
 from ..solver.build.leaves import leaf_frames
-from ..solver.contact import Contacts
-from ..solver.core.fracture import Fracture
 from ..solver.build.prestress import gravity_prestress
-from ..solver.models.rod_set import RodSet
 from ..solver.build.tree_builder import attach_leaves, tree_from_branches
+from ..solver.contact import Contacts
+from ..solver.core import quaternion as quat
+from ..solver.core.fracture import Fracture
+from ..solver.models.rod_set import RodSet
 from . import reader
 from .bones import BoneRotations
 from .colliders import SceneCollider, collision_objects
 from .frames import FramePoses, rotation
 
-SESSIONS: dict[str, "Session"] = {}      # object name → session
+SESSIONS: dict[str, Session] = {}  # object name → session
 
 MATERIALS = {  # E [Pa], G [Pa], ρ [kg/m³]
-    "WOOD": (12.5e9, 6.5e9, 1000.0),      # Deul §5, trunk and branches of their Sapling trees
-    "LEAF": (1.2e9, 0.6e9, 1000.0),       # Deul §5, leaves
-    "STEEL": (209e9, 79e9, 7800.0),       # the authors' Wilberforce spring
+    "WOOD": (12.5e9, 6.5e9, 1000.0),  # Deul §5, trunk and branches of their Sapling trees
+    "LEAF": (1.2e9, 0.6e9, 1000.0),  # Deul §5, leaves
+    "STEEL": (209e9, 79e9, 7800.0),  # the authors' Wilberforce spring
     "RUBBER": (0.05e9, 0.017e9, 1100.0),
 }
 
-SEED_MODELS = {"PAOBCR": "PaOBCR", "PBER": "PBER", "DLO": "DLO"}   # rod models of the seeds, for curves
+SEED_MODELS = {"PAOBCR": "PaOBCR", "PBER": "PBER", "DLO": "DLO"}  # rod models of the seeds, for curves
 
 
 class Session:
     def __init__(self, obj: bpy.types.Object, scene: bpy.types.Scene):
-        settings = obj.stiff_rods
-        ss = scene.stiff_rods
+        settings = obj.stiff_rods  # type: ignore[attr-defined]  # registered by addon.properties
+        ss = scene.stiff_rods  # type: ignore[attr-defined]
         src = reader.read_tree(obj, default_radius=settings.default_radius, segment_length=settings.segment_length)
         youngs, torsion, density = material(settings)
         model, self.branch_map = tree_from_branches(
-            src.branches, parents=src.parents, youngs_modulus=youngs, torsion_modulus=torsion,
-            density=density, pin_roots=settings.pin_root)
+            src.branches,
+            parents=src.parents,
+            youngs_modulus=youngs,
+            torsion_modulus=torsion,
+            density=density,
+            pin_roots=settings.pin_root,
+        )
         self.source = src
         self.material = (youngs, torsion, density)
         self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
         self.add_bones = settings.add_bones
         self.rupture_strain = 0.01 * settings.rupture_strain if settings.use_fracture else None
         if self.rod_model in SEED_MODELS and src.armature is not None:
-            raise ValueError(f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
-                             "a Sapling tree needs a Stiff Rods model")
-        self.leaf_mesh = None
+            raise ValueError(
+                f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
+                "a Sapling tree needs a Stiff Rods model"
+            )
+        self.leaf_mesh: reader.LeafMesh | None = None
         if settings.use_leaves and src.armature is not None and src.leaves is not None:
             model = self._attach_leaves(model, src)
         self.owner_name = (src.armature or src.curve).name
         self.gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
         mode = settings.rest_shape
         self.loaded_rest = mode == "LOADED" or (mode == "AUTO" and src.armature is not None)
-        self.pins = PinSet(model, src, settings, scene)   # the model with pinned segments
-        self._prestressed = None                          # (pinned mask, pre-stressed model) of _rest_model
+        self.pins = PinSet(model, src, settings, scene)  # the model with pinned segments
+        self._prestressed = None  # (pinned mask, pre-stressed model) of _rest_model
         self.model = self._rest_model()
         fps = scene.render.fps / scene.render.fps_base
-        self.frame_time = 1.0 / fps                       # [s]
+        self.frame_time = 1.0 / fps  # [s]
         self._solver_settings(ss, live=False)
         self.damping = settings.damping
         self.drag_coefficient = settings.drag_coefficient
-        self.wind = None            # addon.wind.SceneWind, set by the operators when the scene has wind
+        self.wind = None  # addon.wind.SceneWind, set by the operators when the scene has wind
         self.collide, self.friction, self.self_collision = settings.collide, settings.friction, settings.self_collision
         self.colliders = self._read_colliders(scene)
         self.frame = self.start_frame = scene.frame_current
         self.sim = self._make_sim()
         self.ms_per_step = 0.0
-        self.iterations = 0
+        self.iterations = 0.0
         self.residual = 0.0
         if src.armature is not None:
             self.bone_segment = np.array([self.branch_map.span_segment[b][k] for b, k in src.bone_span], dtype=np.int64)
-            rest = np.array([np.array(src.armature.data.bones[n].matrix_local)[:3, :3] for n in src.bone_names])
+            bones = typing.cast(bpy.types.Armature, src.armature.data).bones
+            rest = np.array([np.array(bones[n].matrix_local)[:3, :3] for n in src.bone_names])
             self.bone_rest = quat.from_matrix(rest) if len(rest) else np.zeros((0, 4))
             self.armature_rotation = quat.from_matrix(rotation(src.armature.matrix_world))
             # every rest model of this session (pins, pre-stress) shares the drawn orientations
-            self.bone_rotations = BoneRotations(self.model.orientations[self.bone_segment], self.bone_rest,
-                                                src.bone_parent, self.armature_rotation)
+            self.bone_rotations = BoneRotations(
+                self.model.orientations[self.bone_segment], self.bone_rest, src.bone_parent, self.armature_rotation
+            )
         else:
             self.curve_binding = self._bind_control_points()
 
     def _attach_leaves(self, model, src):
-        """Every leaf polygon a plate segment jointed to its branch (Deul §5); its vertices ride on it."""
+        """Every leaf (a connected piece of the leaves mesh, solver/build/leaves.py) a plate segment jointed to its
+        branch (Deul §5). All the leaf's vertices ride on that one segment, so it keeps its shape."""
         lm = reader.read_leaf_mesh(src.leaves, src.bone_names)
         if lm is None:
             return model
-        f = leaf_frames(lm.co, lm.loop_start, lm.loop_total, lm.loop_vertex, src.branches)
+        f = leaf_frames(lm.co, lm.loop_start, lm.loop_total, lm.loop_vertex, src.branches, src.curves or None)
         youngs, torsion, density = MATERIALS["LEAF"]
         model, self.leaf_segments = attach_leaves(
-            model, self.branch_map, stem=f["leaf_stem"], axis=f["leaf_axis"], normal=f["leaf_normal"],
-            length=f["leaf_length"], width=f["leaf_width"], parent=f["leaf_parent"], density=density,
-            youngs_modulus=youngs, torsion_modulus=torsion)   # 0.2 mm blades on 1 mm petioles
-        poly_of_loop = np.repeat(np.arange(lm.loop_start.size), lm.loop_total)
-        vseg = np.full(lm.co.shape[0], -1, dtype=np.int64)
-        vseg[lm.loop_vertex] = self.leaf_segments[poly_of_loop]
-        used = np.flatnonzero(vseg >= 0)
-        local = quat.rotate_inverse(model.orientations[vseg[used]], lm.co[used] - model.positions[vseg[used]])
-        self.leaf_binding = (used, vseg[used], local)
+            model,
+            self.branch_map,
+            stem=f["leaf_stem"],
+            axis=f["leaf_axis"],
+            normal=f["leaf_normal"],
+            length=f["leaf_length"],
+            width=f["leaf_width"],
+            parent=f["leaf_parent"],
+            density=density,
+            youngs_modulus=youngs,
+            torsion_modulus=torsion,
+        )  # 0.2 mm blades on 1 mm petioles
+        used = np.flatnonzero(f["leaf_of_vertex"] >= 0)  # vertices of no polygon follow their bones
+        seg = self.leaf_segments[f["leaf_of_vertex"][used]]
+        local = quat.rotate_inverse(model.orientations[seg], lm.co[used] - model.positions[seg])
+        self.leaf_binding = (used, seg, local)
         self.leaf_mesh = lm
         return model
 
     def leaf_vertices_world(self) -> np.ndarray:
-        """World positions (V, 3) [m] of the leaves mesh's vertices carried by their leaf segments."""
+        """World positions (V, 3) [m] of the leaves mesh's vertices: a leaf's carried by its leaf segment,
+        a vertex of no leaf at rest."""
         lm = self.leaf_mesh
+        assert lm is not None
         used, seg, local = self.leaf_binding
         out = lm.co.copy()
         out[used] = carried_points(self.sim.positions, self.sim.orientations, seg, local)
@@ -116,20 +137,37 @@ class Session:
 
     def leaf_base_coordinates(self) -> np.ndarray:
         """Leaves-mesh coordinates (V, 3), object-local, that the Armature modifier (the bones following
-        their segments) deforms exactly onto :meth:`leaf_vertices_world`: each vertex taken back
-        through its bone's motion, ``D_b⁻¹(x) = R_b⁰ R_bᵀ (x − c_b) + c_b⁰``. So leaves play back with
-        plain Blender: a Mesh Cache of these coordinates under the tree's own Armature modifier."""
+        their segments) deforms exactly onto :meth:`leaf_vertices_world`. The modifier moves a vertex by
+        the weighted mean of its bones' motions, ``x = Σ w̃_b D_b(x⁰)`` with ``D_b(x) = R_b R_b⁰ᵀ (x − c_b⁰)
+        + c_b`` (w̃ normalised; a vertex with total weight ≤ 1e-4 stays): an affine map ``A x⁰ + t``,
+        inverted here per vertex. So leaves play back with plain Blender: a Mesh Cache of these
+        coordinates under the tree's own Armature modifier. Vertices of no leaf keep their own
+        coordinates and follow their bones."""
         lm = self.leaf_mesh
-        x = self.leaf_vertices_world()
-        has = np.flatnonzero(lm.vertex_bone >= 0)
-        seg = self.bone_segment[lm.vertex_bone[has]]
-        rel = quat.rotate_inverse(self.sim.orientations[seg], x[has] - self.sim.positions[seg])
-        x[has] = quat.rotate(self.model.orientations[seg], rel) + self.model.positions[seg]
+        assert lm is not None
+        used = self.leaf_binding[0]
+        x = self.leaf_vertices_world()[used]
+        seg = self.bone_segment[lm.weight_bone]
+        rest = quat.to_matrix(self.model.orientations[seg])
+        motion = quat.to_matrix(self.sim.orientations[seg]) @ rest.transpose(0, 2, 1)  # R_b R_b⁰ᵀ
+        shift = self.sim.positions[seg] - np.einsum("wij,wj->wi", motion, self.model.positions[seg])
+        n = lm.co.shape[0]
+        a, t = np.zeros((n, 3, 3)), np.zeros((n, 3))
+        np.add.at(a, lm.weight_vertex, lm.weight[:, None, None] * motion)
+        np.add.at(t, lm.weight_vertex, lm.weight[:, None] * shift)
+        total = np.bincount(lm.weight_vertex, lm.weight, minlength=n)[used]
+        moved = total > 1e-4  # Blender's threshold for "no contribution"
+        base = x.copy()
+        w = total[moved, None]
+        a, t = a[used][moved] / w[..., None], t[used][moved] / w
+        base[moved] = np.linalg.solve(a, (x[moved] - t)[..., None])[..., 0]
         inv = np.linalg.inv(lm.matrix_world)
-        return x @ inv[:3, :3].T + inv[:3, 3]
+        out = lm.co_local.astype(float)
+        out[used] = base @ inv[:3, :3].T + inv[:3, 3]
+        return out
 
     def _rest_model(self):
-        """The pinned model, pre-stressed (solver/prestress.py) when its drawn shape is the loaded one. The
+        """The pinned model, pre-stressed (solver/build/prestress.py) when its drawn shape is the loaded one. The
         pre-stress depends only on which segments are pinned: every reset chooses the pins again, mostly the
         same ones, so it is computed once per pinned set (0.7 s on the leafy birch)."""
         model = self.pins.model
@@ -149,18 +187,30 @@ class Session:
     def _make_sim(self):
         if self.rod_model in SEED_MODELS:
             return self._make_rod_set()
-        sim = Simulator(self.model, dt=self.frame_time / self.substeps, max_iterations=self.max_iterations,
-                        tolerance=self.tolerance, gravity=self.gravity, damping=self.damping,
-                        solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
-                        kinematic=self.pins.driver if self.pins.driven else None)
+        sim = Simulator(
+            self.model,
+            dt=self.frame_time / self.substeps,
+            max_iterations=self.max_iterations,
+            tolerance=self.tolerance,
+            gravity=self.gravity,
+            damping=self.damping,
+            solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
+            kinematic=self.pins.driver if self.pins.driven else None,
+        )
         sim.factor_reuse = self.factor_reuse
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
         if self.rupture_strain is not None:
             sim.post_step.append(Fracture(self.rupture_strain))
         if self.colliders or self.self_collision:
-            sim.gs_constraints.append(Contacts(self.model, [c.collider for c in self.colliders], friction=self.friction,
-                                               self_collision=self.self_collision))
+            sim.gs_constraints.append(
+                Contacts(
+                    self.model,
+                    [c.collider for c in self.colliders],
+                    friction=self.friction,
+                    self_collision=self.self_collision,
+                )
+            )
         return sim
 
     def _read_colliders(self, scene):
@@ -171,30 +221,45 @@ class Session:
         return [SceneCollider(o) for o in collision_objects(scene, exclude=(src.armature, src.curve, src.leaves))]
 
     def _make_rod_set(self) -> RodSet:
-        """One rod of a seed model per spline (solver/rod_set.py): root clamp and gravity only."""
+        """One rod of a seed model per spline (solver/models/rod_set.py): root clamp and gravity only."""
         name = SEED_MODELS[self.rod_model]
         if self.pins.driven:
             raise ValueError(f"Rod Model '{name}': Pin To and Hook modifiers need a Stiff Rods model")
         if self.wind is not None:
-            raise ValueError(f"Rod Model '{name}' has no wind drag: turn off Force Fields and Storm, or use a "
-                             "Stiff Rods model")
+            raise ValueError(
+                f"Rod Model '{name}' has no wind drag: turn off Force Fields and Storm, or use a Stiff Rods model"
+            )
         if self.colliders or self.self_collision:
-            raise ValueError(f"Rod Model '{name}' has no collisions: turn off Collide and Self Collision, or use a "
-                             "Stiff Rods model")
+            raise ValueError(
+                f"Rod Model '{name}' has no collisions: turn off Collide and Self Collision, or use a Stiff Rods model"
+            )
         if self.rupture_strain is not None:
             raise ValueError(f"Rod Model '{name}' has no breakage: turn off Breakage, or use a Stiff Rods model")
         youngs, torsion, density = self.material
-        return RodSet(self.rod_model.lower(), self.model, self.source.branches, self.branch_map.span_segment,
-                      youngs_modulus=youngs, torsion_modulus=torsion, density=density, pin_start=self.pin_root,
-                      iterations=self.max_iterations, dt=self.frame_time / self.substeps, gravity=self.gravity,
-                      damping=self.damping)
+        return RodSet(
+            self.rod_model.lower(),
+            self.model,
+            self.source.branches,
+            self.branch_map.span_segment,
+            youngs_modulus=youngs,
+            torsion_modulus=torsion,
+            density=density,
+            pin_start=self.pin_root,
+            iterations=self.max_iterations,
+            dt=self.frame_time / self.substeps,
+            gravity=self.gravity,
+            damping=self.damping,
+        )
 
     @property
     def needs_scene_frames(self) -> bool:
         """True when something the simulation reads is animated in the scene (pin objects, wind fields):
         then every frame is evaluated with ``scene.frame_set`` before it is simulated."""
-        return (self.pins.driven or (self.wind is not None and self.wind.animated)
-                or any(c.animated for c in self.colliders))
+        return (
+            self.pins.driven
+            or (self.wind is not None and self.wind.animated)
+            or any(c.animated for c in self.colliders)
+        )
 
     # -------------------------------------------------------------- stepping
     def set_wind(self, wind) -> None:
@@ -218,14 +283,14 @@ class Session:
             self._solver_settings(scene.stiff_rods, live)
             if scene.frame_current != frame:
                 scene.frame_set(frame)
-            self.colliders = self._read_colliders(scene)    # shaped where they are at the start frame
+            self.colliders = self._read_colliders(scene)  # shaped where they are at the start frame
             self._read_scene(scene, frame, first=True)
-            self.model = self._rest_model()            # pins are chosen where their objects are at the start
+            self.model = self._rest_model()  # pins are chosen where their objects are at the start
         self.sim = self._make_sim()
 
     def _read_scene(self, scene, frame: int, first: bool = False) -> None:
         if self.needs_scene_frames:
-            scene.frame_set(frame)       # evaluates animation and drivers: matrix_world is current after it
+            scene.frame_set(frame)  # evaluates animation and drivers: matrix_world is current after it
         t = (frame - self.start_frame) * self.frame_time
         self.pins.read(t, first)
         for c in self.colliders:
@@ -273,25 +338,36 @@ class Session:
         """The curve's control points (object-local, [m]) carried by the simulated segments."""
         inv = np.linalg.inv(np.array(self.source.curve.matrix_world))
         out = []
-        for cps, (seg, local) in zip(self.source.control_points, self.curve_binding):
+        for cps, (seg, local) in zip(self.source.control_points, self.curve_binding, strict=True):
             world = carried_points(self.sim.positions, self.sim.orientations, seg, local)
             pts = world @ inv[:3, :3].T + inv[:3, 3]
             k = cps.co.shape[0]
-            out.append(reader.ControlPoints(cps.spline, cps.bezier, pts[:k],
-                                            pts[k:2 * k] if cps.bezier else None,
-                                            pts[2 * k:] if cps.bezier else None, cps.w))
+            out.append(
+                reader.ControlPoints(
+                    cps.spline,
+                    cps.bezier,
+                    pts[:k],
+                    pts[k : 2 * k] if cps.bezier else None,
+                    pts[2 * k :] if cps.bezier else None,
+                    cps.w,
+                )
+            )
         return out
 
     def write_rest(self) -> None:
         """Put a curve's control points (a tree's leaves) back where they were when it was converted."""
         if self.leaf_mesh is not None:
-            inv = np.linalg.inv(self.leaf_mesh.matrix_world)
-            co = self.leaf_mesh.co @ inv[:3, :3].T + inv[:3, 3]
-            self.source.leaves.data.vertices.foreach_set("co", co.astype(np.float32).ravel())
-            self.source.leaves.data.update()
+            self._set_leaf_coordinates(self.leaf_mesh.co_local)
         if self.source.armature is None:
             for cps in self.source.control_points:
                 reader.write_control_points(self.source.curve, cps)
+
+    def _set_leaf_coordinates(self, co: np.ndarray) -> None:
+        """Object-local coordinates (V, 3) [m] into the leaves mesh (float32, as Blender stores them)."""
+        assert self.source.leaves is not None
+        mesh = typing.cast(bpy.types.Mesh, self.source.leaves.data)
+        mesh.vertices.foreach_set("co", np.ascontiguousarray(co, np.float32).ravel())
+        mesh.update()
 
     def write_pose(self) -> None:
         arm = self.source.armature
@@ -300,19 +376,20 @@ class Session:
                 reader.write_control_points(self.source.curve, cps)
             return
         if self.leaf_mesh is not None:
-            self.source.leaves.data.vertices.foreach_set("co", self.leaf_base_coordinates().astype(np.float32).ravel())
-            self.source.leaves.data.update()
+            self._set_leaf_coordinates(self.leaf_base_coordinates())
+        assert arm.pose is not None  # an armature object always has a pose
         pose_bones = arm.pose.bones
         q = self.bone_quaternions()
         if len(self.source.bone_names) == len(pose_bones):
             order = self._pose_order(arm)
-            flat = np.empty((len(pose_bones), 4)); flat[:] = [1.0, 0, 0, 0]
+            flat = np.empty((len(pose_bones), 4))
+            flat[:] = [1.0, 0, 0, 0]
             flat[order] = q
             pose_bones.foreach_set("rotation_quaternion", flat.ravel())
         else:
-            for name, qq in zip(self.source.bone_names, q):
+            for name, qq in zip(self.source.bone_names, q, strict=True):
                 pose_bones[name].rotation_quaternion = qq
-        arm.update_tag(refresh={"DATA"})     # foreach_set sends no update: re-evaluate the pose (viewport)
+        arm.update_tag(refresh={"DATA"})  # foreach_set sends no update: re-evaluate the pose (viewport)
 
     def _pose_order(self, arm):
         if not hasattr(self, "_order"):
@@ -321,9 +398,14 @@ class Session:
         return self._order
 
     def stats(self) -> dict:
-        return dict(segments=self.model.n_segments, joints=self.model.n_joints,
-                    leaves=0 if self.leaf_mesh is None else int(self.leaf_segments.size), ms_per_step=self.ms_per_step,
-                    iterations=self.iterations, residual=self.residual)
+        return dict(
+            segments=self.model.n_segments,
+            joints=self.model.n_joints,
+            leaves=0 if self.leaf_mesh is None else int(self.leaf_segments.size),
+            ms_per_step=self.ms_per_step,
+            iterations=self.iterations,
+            residual=self.residual,
+        )
 
 
 class PinSet:
@@ -332,7 +414,8 @@ class PinSet:
     Root clamps (anchor segments of ``Pinned Root``) stay at rest. A *pin object* (the object
     setting ``Pin To``) holds the segment nearest to its origin, and every Hook modifier of a plain
     curve holds the segment nearest to its hooked control points: these segments follow their object's
-    world transform, ``x(t) = M(t) M(t₀)⁻¹ x(rest)`` with t₀ the start frame, interpolated linearly across a frame's substeps."""
+    world transform, ``x(t) = M(t) M(t₀)⁻¹ x(rest)`` with t₀ the start frame, interpolated linearly across a
+    frame's substeps."""
 
     def __init__(self, model, src, settings, scene):
         self.base = model
@@ -359,7 +442,7 @@ class PinSet:
         self.model = m.copy_with(pinned=pinned) if segs else m
         self.objects = [o for o, _ in targets]
         self.segments = np.array(segs, dtype=np.int64)
-        order = np.flatnonzero(pinned)                 # the simulator's kinematic order
+        order = np.flatnonzero(pinned)  # the simulator's kinematic order
         self._slot = np.searchsorted(order, self.segments)
         self.rest_x = self.model.positions[order].copy()
         self.rest_q = self.model.orientations[order].copy()
@@ -367,9 +450,9 @@ class PinSet:
         self._m0 = [np.array(o.matrix_world) for o in self.objects]
         self._frames = FramePoses(*self._current_poses())
 
-    def _current_poses(self):
+    def _current_poses(self) -> tuple[np.ndarray, np.ndarray]:
         x, q = self.rest_x.copy(), self.rest_q.copy()
-        for i, (obj, m0) in enumerate(zip(self.objects, self._m0)):
+        for i, (obj, m0) in enumerate(zip(self.objects, self._m0, strict=True)):
             rel = np.array(obj.matrix_world) @ np.linalg.inv(m0)
             slot = self._slot[i]
             x[slot] = rel[:3, :3] @ self.rest_x[slot] + rel[:3, 3]
@@ -391,10 +474,10 @@ class PinSet:
 def _hook_targets(curve):
     """(hook object, world position of its first hooked control point) for each Hook modifier."""
     mw = np.array(curve.matrix_world)
-    flat = []                              # control point positions in the curve's index order
+    flat = []  # control point positions in the curve's index order
     for sp in curve.data.splines:
         if sp.type == "BEZIER":
-            for p in sp.bezier_points:     # a Bézier point counts 3 hook indices: handle, point, handle
+            for p in sp.bezier_points:  # a Bézier point counts 3 hook indices: handle, point, handle
                 flat += [p.handle_left, p.co, p.handle_right]
         else:
             flat += [p.co.xyz for p in sp.points]
@@ -410,5 +493,3 @@ def material(settings):
     if settings.material == "CUSTOM":
         return settings.youngs_modulus_gpa * 1e9, settings.torsion_modulus_gpa * 1e9, settings.density
     return MATERIALS[settings.material]
-
-
