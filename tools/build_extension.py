@@ -83,7 +83,7 @@ SKIP_FILES = ("*.pyc", "*.pyo", ".*", "*.blend[1-9]", "*.orig", "*.rej", "*~")
 
 # Top-level entries never copied into the temporary extension source tree (saves time; the manifest
 # excludes them from the package anyway, and tests/ benchmarks/ tools/ are left to the manifest).
-STAGE_SKIP_TOP = {"dist", "build", "wheels", "sample_blends", "__pycache__"}
+STAGE_SKIP_TOP = {"dist", "build", "wheels", "sample_blends", "docs", "__pycache__"}
 
 
 class BuildError(RuntimeError):
