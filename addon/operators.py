@@ -2,6 +2,7 @@
 
 Every operator checks its input before it changes anything, so a failure leaves the scene as it was.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,6 +41,7 @@ def _session(context, rebuild=False) -> Session:
 
 class STIFF_RODS_OT_convert(bpy.types.Operator):
     """Build the stiff-rod model of the selected Sapling tree or curve"""
+
     bl_idname = "stiff_rods.convert"
     bl_label = "Convert"
     bl_options = {"REGISTER"}
@@ -53,8 +55,11 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
         st = s.stats()
         self.report({"INFO"}, f"Stiff Rods: {st['segments']} segments, {st['joints']} joints")
         if s.prestress_capped:
-            self.report({"WARNING"}, f"{s.prestress_capped} joints are too soft to hold their drawn bend under "
-                                     "gravity (more than 90°): they sag from it (Rest Shape 'Loaded')")
+            self.report(
+                {"WARNING"},
+                f"{s.prestress_capped} joints are too soft to hold their drawn bend under "
+                "gravity (more than 90°): they sag from it (Rest Shape 'Loaded')",
+            )
         return {"FINISHED"}
 
 
@@ -64,8 +69,12 @@ def _switch_to_quaternions(arm, names):
     saved = {}
     for n in names:
         pb = arm.pose.bones[n]
-        saved[n] = [pb.rotation_mode, list(pb.rotation_quaternion), list(pb.rotation_euler),
-                    list(pb.rotation_axis_angle)]
+        saved[n] = [
+            pb.rotation_mode,
+            list(pb.rotation_quaternion),
+            list(pb.rotation_euler),
+            list(pb.rotation_axis_angle),
+        ]
         pb.rotation_mode = "QUATERNION"
     return saved
 
@@ -88,7 +97,7 @@ def _restore_points(curve, saved):
             continue
         cps = reader.read_control_points(curve, spline)
         if len(co) != cps.co.shape[0]:
-            continue                       # the user edited the curve since: leave it
+            continue  # the user edited the curve since: leave it
         cps.co = np.array(co)
         if cps.bezier:
             cps.handle_left, cps.handle_right = np.array(hl), np.array(hr)
@@ -116,6 +125,7 @@ def _restore_modes(arm, saved):
 
 class STIFF_RODS_OT_simulate(bpy.types.Operator):
     """Simulate live while the timeline plays; Esc or right-click stops and restores the rest pose"""
+
     bl_idname = "stiff_rods.simulate"
     bl_label = "Simulate"
     bl_options = {"REGISTER"}
@@ -151,7 +161,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         if event.type == "TIMER":
             try:
                 step_live(self.session, context.scene)
-            except Exception as exc:   # a failed step must not leave a timer behind
+            except Exception as exc:  # a failed step must not leave a timer behind
                 self._stop(context)
                 self.report({"ERROR"}, f"Simulation stopped: {exc}")
                 return {"CANCELLED"}
@@ -199,8 +209,8 @@ class BakeRun:
         self.scene, self.session, self.start, self.end = scene, session, start, end
         self.frame_before = scene.frame_current
         self.frames = []
-        if session.source.armature is not None:   # world orientations of the bones' segments (and of the
-            seg = session.bone_segment            # segments of bones the bake will add), made local at the end
+        if session.source.armature is not None:  # world orientations of the bones' segments (and of the
+            seg = session.bone_segment  # segments of bones the bake will add), made local at the end
             if extra_segments is not None:
                 seg = np.concatenate((seg, extra_segments))
             self.sample = lambda: session.sim.orientations[seg].copy()
@@ -238,6 +248,7 @@ class BakeRun:
 
 class STIFF_RODS_OT_bake(bpy.types.Operator):
     """Simulate a frame range and bake it to plain keyframes (the user's action is kept)"""
+
     bl_idname = "stiff_rods.bake"
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}
@@ -301,7 +312,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             while not self._run.done:
                 self._run.step()
                 wm.progress_update(len(self._run.frames))
-        except Exception as exc:          # a failed frame must leave the scene as it was
+        except Exception as exc:  # a failed frame must leave the scene as it was
             return self._fail(exc)
         finally:
             wm.progress_end()
@@ -330,7 +341,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         if event.type != "TIMER":
             return {"RUNNING_MODAL"}
         try:
-            t_end = time.perf_counter() + 0.1          # bounded work per tick keeps Blender responsive
+            t_end = time.perf_counter() + 0.1  # bounded work per tick keeps Blender responsive
             while not self._run.done and time.perf_counter() < t_end:
                 self._run.step()
             wm.progress_update(len(self._run.frames))
@@ -361,8 +372,11 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
                 self._write_leaves(arm, s, np.array(run.leaf_frames), start)
                 what += f" and {s.leaf_segments.size} leaves"
                 if not bpy.data.filepath:
-                    self.report({"WARNING"}, "The file is not saved: the leaves' point cache went to Blender's "
-                                             "temporary folder; save the file and bake again to keep it")
+                    self.report(
+                        {"WARNING"},
+                        "The file is not saved: the leaves' point cache went to Blender's "
+                        "temporary folder; save the file and bake again to keep it",
+                    )
         else:
             written = self._write_curve(s, run.frames, start, end)
             what = f"{sum(c.co.shape[0] for c in s.source.control_points)} curve points"
@@ -378,7 +392,9 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         if plan is not None:
             bones.add_bones(arm, plan)
             index = {n: i for i, n in enumerate(names + plan.names)}
-            parent = np.concatenate((parent, [index[p] if p is not None else -1 for p in plan.parents])).astype(np.int64)
+            parent = np.concatenate((parent, [index[p] if p is not None else -1 for p in plan.parents])).astype(
+                np.int64
+            )
             new_rest = np.array([np.array(arm.data.bones[n].matrix_local)[:3, :3] for n in plan.names])
             rest = np.concatenate((rest, quat.from_matrix(new_rest)))
             names += plan.names
@@ -405,10 +421,17 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         curve = s.source.curve
         data = curve.data
         _keep_previous_action(curve, data)
-        curve[PREV_POINTS] = json.dumps([[c.spline, c.co.tolist(),
-                                          None if c.handle_left is None else c.handle_left.tolist(),
-                                          None if c.handle_right is None else c.handle_right.tolist()]
-                                         for c in s.source.control_points])
+        curve[PREV_POINTS] = json.dumps(
+            [
+                [
+                    c.spline,
+                    c.co.tolist(),
+                    None if c.handle_left is None else c.handle_left.tolist(),
+                    None if c.handle_right is None else c.handle_right.tolist(),
+                ]
+                for c in s.source.control_points
+            ]
+        )
         action = keyframes.new_bake_action(data)
         written = 0
         for b, cps in enumerate(s.source.control_points):
@@ -417,13 +440,15 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             attrs = ("co", "handle_left", "handle_right") if cps.bezier else ("co",)
             paths = [f"splines[{cps.spline}].{kind}[{j}].{a}" for a in attrs for j in range(k)]
             values = np.stack([np.concatenate([getattr(fr[b], a) for a in attrs]) for fr in frames])
-            written += keyframes.write_keys(action, data, paths, [f"spline {cps.spline}"] * len(paths),
-                                            np.arange(start, end + 1), values)
+            written += keyframes.write_keys(
+                action, data, paths, [f"spline {cps.spline}"] * len(paths), np.arange(start, end + 1), values
+            )
         return written
 
 
 class STIFF_RODS_OT_free_bake(bpy.types.Operator):
     """Remove exactly what Bake added and give the armature back its previous action"""
+
     bl_idname = "stiff_rods.free_bake"
     bl_label = "Free Bake"
     bl_options = {"REGISTER", "UNDO"}
@@ -461,6 +486,7 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
 
 class STIFF_RODS_OT_storm_preset(bpy.types.Operator):
     """Calm → storm (30 m/s) → calm over the scene's frame range, with gusts and turbulence"""
+
     bl_idname = "stiff_rods.storm_preset"
     bl_label = "Storm Preset"
     bl_options = {"REGISTER", "UNDO"}
@@ -479,9 +505,18 @@ class STIFF_RODS_OT_storm_preset(bpy.types.Operator):
         ss.storm_frame_peak_end = a + round(0.55 * span)
         ss.storm_frame_end = a + round(0.75 * span)
         ss.storm_peak_speed, ss.storm_gusts, ss.storm_turbulence = 30.0, 0.25, 0.15
-        self.report({"INFO"}, f"Storm: rises from frame {a}, 30 m/s from {ss.storm_frame_peak_start} to "
-                              f"{ss.storm_frame_peak_end}, calm from {ss.storm_frame_end}")
+        self.report(
+            {"INFO"},
+            f"Storm: rises from frame {a}, 30 m/s from {ss.storm_frame_peak_start} to "
+            f"{ss.storm_frame_peak_end}, calm from {ss.storm_frame_end}",
+        )
         return {"FINISHED"}
 
 
-classes = (STIFF_RODS_OT_storm_preset, STIFF_RODS_OT_convert, STIFF_RODS_OT_simulate, STIFF_RODS_OT_bake, STIFF_RODS_OT_free_bake)
+classes = (
+    STIFF_RODS_OT_storm_preset,
+    STIFF_RODS_OT_convert,
+    STIFF_RODS_OT_simulate,
+    STIFF_RODS_OT_bake,
+    STIFF_RODS_OT_free_bake,
+)

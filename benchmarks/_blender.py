@@ -4,6 +4,7 @@ Outside Blender, :func:`relaunch` starts ``blender -b FILE --python SCRIPT -- AR
 last JSON line; inside, :func:`load_addon` imports the add-on from the source tree (as package
 ``stiff_rods``) and registers it.
 """
+
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def inside_blender() -> bool:
     try:
         import bpy  # noqa: F401
+
         return bool(getattr(bpy.app, "binary_path", "")) and "--" in sys.argv
     except ImportError:
         return False
@@ -27,8 +29,10 @@ def blender_env() -> dict:
     first python3 on PATH: ours (pyenv, a venv) is left out and the system's comes first."""
     own_bin = os.path.realpath(os.path.dirname(sys.executable))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"] + [p for p in env.get("PATH", "").split(os.pathsep)
-                                                          if p and os.path.realpath(p) != own_bin])
+    env["PATH"] = os.pathsep.join(
+        ["/usr/bin", "/bin"]
+        + [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin]
+    )
     return env
 
 
@@ -47,6 +51,7 @@ def load_addon():
     (tmp / "stiff_rods").symlink_to(ROOT)
     sys.path.insert(0, str(tmp))
     import stiff_rods
+
     stiff_rods.register()
     return stiff_rods
 
@@ -56,6 +61,7 @@ def add_wind_field(speed_mps: float) -> None:
     Field Speed of 1 m/s per unit of strength; nothing for a speed ≤ 0."""
     import math
     import bpy
+
     if speed_mps > 0:
         bpy.ops.object.effector_add(type="WIND", location=(-8.0, 0.0, 4.0), rotation=(0.0, math.pi / 2, 0.0))
         bpy.context.object.field.strength = speed_mps

@@ -1,5 +1,6 @@
 """Shared by the wind benchmarks (wind_beam.py, tree_sway.py, storm.py): Sapling trees with materials and
 leaves, and the kinetic-damping static solve."""
+
 from __future__ import annotations
 
 import sys
@@ -30,10 +31,19 @@ def sapling_tree(name: str, wood: Material, leaf: Material | None = None, scale:
     attach = getattr(tree_builder, "attach_leaves", None)
     leaves = np.zeros(0, np.int64)
     if leaf is not None and attach is not None and "leaf_stem" in data:
-        model, leaves = attach(model, branch_map, stem=data["leaf_stem"], axis=data["leaf_axis"],
-                               normal=data["leaf_normal"], length=data["leaf_length"], width=data["leaf_width"],
-                               parent=data["leaf_parent"], density=leaf.density,
-                               youngs_modulus=leaf.youngs_modulus, torsion_modulus=leaf.torsion_modulus)
+        model, leaves = attach(
+            model,
+            branch_map,
+            stem=data["leaf_stem"],
+            axis=data["leaf_axis"],
+            normal=data["leaf_normal"],
+            length=data["leaf_length"],
+            width=data["leaf_width"],
+            parent=data["leaf_parent"],
+            density=leaf.density,
+            youngs_modulus=leaf.youngs_modulus,
+            torsion_modulus=leaf.torsion_modulus,
+        )
     return model, branch_map, np.asarray(leaves, np.int64), data
 
 

@@ -7,6 +7,7 @@ quaternions + keyframe writing, per frame), replay_max_error_m (bone tails playe
 keys vs the simulated segment ends, all frames), max_tail_motion_m. The tree stands in a steady wind
 (a Wind force field, ``--wind`` m/s, default 10): it is pre-stressed, so in still air it would not move.
 """
+
 import argparse
 import json
 import sys
@@ -20,10 +21,12 @@ import _blender  # noqa: E402
 def inner(frames: int, wind_mps: float) -> dict:
     import bpy
     import numpy as np
+
     mod = _blender.load_addon()
     from stiff_rods.addon import keyframes
     from stiff_rods.addon.session import Session
     from stiff_rods.addon.wind import SceneWind
+
     arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
     scene = bpy.context.scene
     _blender.add_wind_field(wind_mps)
@@ -31,21 +34,28 @@ def inner(frames: int, wind_mps: float) -> dict:
     s = Session(arm, scene)
     convert_s = time.perf_counter() - t0
     seg = s.bone_segment
-    local = np.zeros((seg.size, 3)); local[:, 2] = 0.5 * s.model.lengths[seg]
+    local = np.zeros((seg.size, 3))
+    local[:, 2] = 0.5 * s.model.lengths[seg]
     start = scene.frame_start
     s.set_wind(SceneWind.from_scene(scene))
     s.reset(start, scene)
     quats, tails, sim_t, write_t = [], [], [], []
     for f in range(frames):
         if f:
-            t = time.perf_counter(); s.advance_frame(); sim_t.append(time.perf_counter() - t)
-        t = time.perf_counter(); quats.append(s.bone_quaternions()); write_t.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            s.advance_frame()
+            sim_t.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        quats.append(s.bone_quaternions())
+        write_t.append(time.perf_counter() - t)
         tails.append(s.sim.segment_points(local, seg))
     t = time.perf_counter()
     action = keyframes.new_bake_action(arm)
     for pb in arm.pose.bones:
         pb.rotation_mode = "QUATERNION"
-    keyframes.write_bone_quaternions(action, arm, s.source.bone_names, np.arange(start, start + frames), np.array(quats))
+    keyframes.write_bone_quaternions(
+        action, arm, s.source.bone_names, np.arange(start, start + frames), np.array(quats)
+    )
     keys_s = time.perf_counter() - t
     for o in scene.objects:
         o.hide_viewport = o is not arm
@@ -55,22 +65,28 @@ def inner(frames: int, wind_mps: float) -> dict:
     err = 0.0
     for f in range(frames):
         scene.frame_set(start + f)
-        flat = np.empty(3 * len(arm.pose.bones)); arm.pose.bones.foreach_get("tail", flat)
+        flat = np.empty(3 * len(arm.pose.bones))
+        arm.pose.bones.foreach_get("tail", flat)
         world = flat.reshape(-1, 3)[order] @ mw[:3, :3].T + mw[:3, 3]
         err = max(err, float(np.max(np.linalg.norm(world - tails[f], axis=1))))
     return {
-        "segments": s.model.n_segments, "bones_keyed": len(s.source.bone_names), "frames": frames,
-        "substeps": s.substeps, "iterations_max": s.sim.max_iterations, "convert_s": convert_s,
+        "segments": s.model.n_segments,
+        "bones_keyed": len(s.source.bone_names),
+        "frames": frames,
+        "substeps": s.substeps,
+        "iterations_max": s.sim.max_iterations,
+        "convert_s": convert_s,
         "ms_per_frame_sim": 1e3 * float(np.median(sim_t)) if sim_t else 0.0,
         "ms_per_frame_write": 1e3 * (float(np.median(write_t)) + keys_s / frames),
-        "keyframe_write_s": keys_s, "replay_max_error_m": err,
+        "keyframe_write_s": keys_s,
+        "replay_max_error_m": err,
         "max_tail_motion_m": float(np.max(np.linalg.norm(tails[-1] - tails[0], axis=1))),
     }
 
 
 def main():
     if _blender.inside_blender():
-        argv = sys.argv[sys.argv.index("--") + 1:]
+        argv = sys.argv[sys.argv.index("--") + 1 :]
         print(json.dumps(inner(int(argv[0]), float(argv[1]))))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

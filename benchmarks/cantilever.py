@@ -5,6 +5,7 @@ first bending mode vs the continuum value 0.7148 s (ρ = 1000 kg/m³).
 
     python3 benchmarks/cantilever.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,7 +61,7 @@ def first_period(n: int, dt: float, duration: float) -> float:
     t = dt * np.arange(1, steps + 1)
     y = z - 0.5 * (z.max() + z.min())
     up = np.flatnonzero((y[:-1] < 0.0) & (y[1:] >= 0.0))
-    crossings = t[up] - y[up] * dt / (y[up + 1] - y[up])   # linear interpolation
+    crossings = t[up] - y[up] * dt / (y[up + 1] - y[up])  # linear interpolation
     return float(np.mean(np.diff(crossings)))
 
 

@@ -12,6 +12,7 @@ so that it fits --gs-budget seconds), or when it has stalled at the round-off fl
     python3 benchmarks/convergence.py --json      # last stdout line: one JSON object
     python3 benchmarks/convergence.py --quick     # smoke run (small sizes, low GS cap)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,14 @@ def log(*args) -> None:
 
 
 def snapshot(sim: Simulator):
-    return (sim.positions.copy(), sim.orientations.copy(), sim.velocities.copy(),
-            sim.angular_velocities.copy(), sim.time, sim.lam.copy())
+    return (
+        sim.positions.copy(),
+        sim.orientations.copy(),
+        sim.velocities.copy(),
+        sim.angular_velocities.copy(),
+        sim.time,
+        sim.lam.copy(),
+    )
 
 
 def restore_and_predict(sim: Simulator, state) -> None:
@@ -55,8 +62,9 @@ def restore_and_predict(sim: Simulator, state) -> None:
 
 def bring_to_rest(n: int, damping: float, ke_tol: float, max_time: float) -> tuple[Simulator, dict]:
     model = cantilever(n, length=LENGTH, radius=RADIUS, youngs_modulus=E_MOD, density=DENSITY)
-    sim = Simulator(model, dt=DT, solver="kkt", max_iterations=3, tolerance=0.0,
-                    gravity=(0.0, 0.0, -G), damping=damping)
+    sim = Simulator(
+        model, dt=DT, solver="kkt", max_iterations=3, tolerance=0.0, gravity=(0.0, 0.0, -G), damping=damping
+    )
     t0 = time.perf_counter()
     chunk = 60
     while True:
@@ -70,11 +78,18 @@ def bring_to_rest(n: int, damping: float, ke_tol: float, max_time: float) -> tup
     i1, _, _ = cross_section_moments(np.array([RADIUS, RADIUS]))
     w_line = DENSITY * math.pi * RADIUS**2 * G
     eb = w_line * LENGTH**4 / (8.0 * E_MOD * i1)
-    info = {"rest_sim_time_s": round(sim.time, 6), "rest_wall_s": wall, "rest_kinetic_energy_J": ke,
-            "rest_converged": bool(ke <= ke_tol), "tip_deflection_m": float(-sim.tip()[2]),
-            "tip_deflection_euler_bernoulli_m": eb}
-    log(f"[n={n}] rest after {sim.time:.1f} s simulated ({wall:.1f} s wall): KE = {ke:.3g} J, "
-        f"tip deflection {info['tip_deflection_m']:.6g} m (Euler–Bernoulli {eb:.6g} m)")
+    info = {
+        "rest_sim_time_s": round(sim.time, 6),
+        "rest_wall_s": wall,
+        "rest_kinetic_energy_J": ke,
+        "rest_converged": bool(ke <= ke_tol),
+        "tip_deflection_m": float(-sim.tip()[2]),
+        "tip_deflection_euler_bernoulli_m": eb,
+    }
+    log(
+        f"[n={n}] rest after {sim.time:.1f} s simulated ({wall:.1f} s wall): KE = {ke:.3g} J, "
+        f"tip deflection {info['tip_deflection_m']:.6g} m (Euler–Bernoulli {eb:.6g} m)"
+    )
     return sim, info
 
 
@@ -114,19 +129,23 @@ def run_size(n: int, args) -> dict:
     kkt_trace = [sim.iterate("kkt") for _ in range(args.kkt_iterations)]
     kkt1, kkt3 = kkt_trace[0], kkt_trace[2] if len(kkt_trace) >= 3 else None
     kkt_ms = time_iterations(sim, state, "kkt", args.repeats, 3)
-    log(f"[n={n}] residual at prediction {r0:.3g}; KKT residuals {', '.join(f'{r:.3g}' for r in kkt_trace)}; "
-        f"{kkt_ms:.3f} ms/iteration")
+    log(
+        f"[n={n}] residual at prediction {r0:.3g}; KKT residuals {', '.join(f'{r:.3g}' for r in kkt_trace)}; "
+        f"{kkt_ms:.3f} ms/iteration"
+    )
 
     # ---- Gauss–Seidel: per-iteration cost first, then choose the cap
     restore_and_predict(sim, state)
-    sim.iterate("gs")   # builds the colouring once per topology
+    sim.iterate("gs")  # builds the colouring once per topology
     gs_ms_probe = time_iterations(sim, state, "gs", 3, 20)
     cap = args.gs_cap
     est = cap * gs_ms_probe / 1e3
     if est > args.gs_budget:
         cap = max(1, int(args.gs_budget * 1e3 / gs_ms_probe))
-        log(f"[n={n}] GS {gs_ms_probe:.3f} ms/iteration: {args.gs_cap} iterations would take ~{est / 60:.1f} min; "
-            f"cap lowered to {cap} (~{cap * gs_ms_probe / 6e4:.1f} min)")
+        log(
+            f"[n={n}] GS {gs_ms_probe:.3f} ms/iteration: {args.gs_cap} iterations would take ~{est / 60:.1f} min; "
+            f"cap lowered to {cap} (~{cap * gs_ms_probe / 6e4:.1f} min)"
+        )
     else:
         log(f"[n={n}] GS {gs_ms_probe:.3f} ms/iteration: up to {cap} iterations, ~{est / 60:.1f} min")
 
@@ -164,7 +183,7 @@ def run_size(n: int, args) -> dict:
             trace_res.append(r)
             break
         if best < args.floor_level and k - best_at >= args.floor_patience:
-            stop = "roundoff_floor"   # no 0.1 % improvement for floor_patience iterations at ~machine precision
+            stop = "roundoff_floor"  # no 0.1 % improvement for floor_patience iterations at ~machine precision
             trace_it.append(k)
             trace_res.append(r)
             break
@@ -175,20 +194,33 @@ def run_size(n: int, args) -> dict:
         now = time.perf_counter()
         if now - last_report > 30:
             last_report = now
-            log(f"[n={n}] GS iteration {k}/{cap}: residual {r:.3e} (best {best:.3e}), "
-                f"{now - t_start:.0f} s elapsed")
+            log(f"[n={n}] GS iteration {k}/{cap}: residual {r:.3e} (best {best:.3e}), {now - t_start:.0f} s elapsed")
     gs_wall = time.perf_counter() - t_start
     gs_ms = 1e3 * float(np.median(times[:k]))
     it_arr, res_arr = np.array(trace_it), np.array(trace_res)
     extra, slope = (None, None) if stop != "cap" else extrapolate(it_arr, res_arr, kkt1)
-    log(f"[n={n}] GS: after 4 iterations {gs4 if gs4 is None else f'{gs4:.3g}'}; "
-        + (f"matched KKT(1) = {kkt1:.3g} after {matched} iterations" if matched is not None
-           else f"stopped ({stop}) after {k} iterations, best {best:.3g}; within 10× of KKT(1) after {within10}; "
-                f"log-linear extrapolation to KKT(1): {extra} iterations")
-        + f"; {gs_wall:.1f} s")
+    log(
+        f"[n={n}] GS: after 4 iterations {gs4 if gs4 is None else f'{gs4:.3g}'}; "
+        + (
+            f"matched KKT(1) = {kkt1:.3g} after {matched} iterations"
+            if matched is not None
+            else f"stopped ({stop}) after {k} iterations, best {best:.3g}; within 10× of KKT(1) after {within10}; "
+            f"log-linear extrapolation to KKT(1): {extra} iterations"
+        )
+        + f"; {gs_wall:.1f} s"
+    )
     # thin the trace to ~log-spaced points for the JSON
-    sel = np.unique(np.concatenate(([0], np.searchsorted(it_arr, np.unique(np.round(
-        np.logspace(0, math.log10(max(it_arr[-1], 1)), 25)).astype(int))), [it_arr.size - 1]))).clip(0, it_arr.size - 1)
+    sel = np.unique(
+        np.concatenate(
+            (
+                [0],
+                np.searchsorted(
+                    it_arr, np.unique(np.round(np.logspace(0, math.log10(max(it_arr[-1], 1)), 25)).astype(int))
+                ),
+                [it_arr.size - 1],
+            )
+        )
+    ).clip(0, it_arr.size - 1)
     out = {
         "segments": n,
         "residual_at_prediction": r0,
@@ -223,12 +255,24 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: sizes 8 and 50, GS cap 2000, 3 repeats")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 8 50 1000)")
     ap.add_argument("--gs-cap", type=int, default=None, help="max GS iterations per size (default 100000)")
-    ap.add_argument("--gs-budget", type=float, default=900.0,
-                    help="lower the GS cap of a size whose GS run would take longer than this [s] (default 900)")
-    ap.add_argument("--floor-level", type=float, default=1e-12,
-                    help="GS stops early if its best residual is below this and has stalled (roundoff floor)")
-    ap.add_argument("--floor-patience", type=int, default=5000,
-                    help="iterations without 0.1%% improvement that count as stalled (default 5000)")
+    ap.add_argument(
+        "--gs-budget",
+        type=float,
+        default=900.0,
+        help="lower the GS cap of a size whose GS run would take longer than this [s] (default 900)",
+    )
+    ap.add_argument(
+        "--floor-level",
+        type=float,
+        default=1e-12,
+        help="GS stops early if its best residual is below this and has stalled (roundoff floor)",
+    )
+    ap.add_argument(
+        "--floor-patience",
+        type=int,
+        default=5000,
+        help="iterations without 0.1%% improvement that count as stalled (default 5000)",
+    )
     ap.add_argument("--damping", type=float, default=2.0, help="damping [1/s] while coming to rest (default 2)")
     ap.add_argument("--ke-tol", type=float, default=1e-12, help="kinetic energy [J] counted as rest (default 1e-12)")
     ap.add_argument("--max-rest-time", type=float, default=120.0, help="max simulated time to reach rest [s]")
@@ -253,27 +297,42 @@ def main() -> None:
         gs_n = r50["gs_iters_to_match"] if r50["gs_iters_to_match"] is not None else r50["gs_cap"]
         met["gs_iters_to_match_50_ge"] = bool(gs_n >= TARGET_GS_ITERS_50)
     out = dict(results)
-    out.update({
-        "benchmark": "convergence",
-        "dt": DT,
-        "paper": {"kkt_residual_1": {"8": 4.4e-18, "50": 2.8e-16, "1000": 2.2e-13},
-                  "kkt_residual_3": {"8": 5.9e-19, "50": 9.4e-19, "1000": 4.4e-16},
-                  "gs_residual_1": {"8": 3.5e-4, "50": 5e-3, "1000": 1e-1}, "gs_residual_4_50": 1.4e-3,
-                  "gs_iters_to_match": {"8": 1000, "50": 50000}, "gs_best_1000_after_500000": 1.3e-4,
-                  "kkt_to_gs_cost_ratio": 3.1},
-        "targets": targets,
-        "targets_met": met,
-        "wall_s": time.perf_counter() - t0,
-    })
+    out.update(
+        {
+            "benchmark": "convergence",
+            "dt": DT,
+            "paper": {
+                "kkt_residual_1": {"8": 4.4e-18, "50": 2.8e-16, "1000": 2.2e-13},
+                "kkt_residual_3": {"8": 5.9e-19, "50": 9.4e-19, "1000": 4.4e-16},
+                "gs_residual_1": {"8": 3.5e-4, "50": 5e-3, "1000": 1e-1},
+                "gs_residual_4_50": 1.4e-3,
+                "gs_iters_to_match": {"8": 1000, "50": 50000},
+                "gs_best_1000_after_500000": 1.3e-4,
+                "kkt_to_gs_cost_ratio": 3.1,
+            },
+            "targets": targets,
+            "targets_met": met,
+            "wall_s": time.perf_counter() - t0,
+        }
+    )
     if not args.json:
-        print(f"{'segments':>8} {'KKT r1':>10} {'KKT r3':>10} {'GS r4':>10} {'GS→KKT1':>10} {'GS best':>10} "
-              f"{'KKT ms':>8} {'GS ms':>8} {'ratio':>6}")
+        print(
+            f"{'segments':>8} {'KKT r1':>10} {'KKT r3':>10} {'GS r4':>10} {'GS→KKT1':>10} {'GS best':>10} "
+            f"{'KKT ms':>8} {'GS ms':>8} {'ratio':>6}"
+        )
         for n, r in results.items():
-            match = (str(r["gs_iters_to_match"]) if r["gs_iters_to_match"] is not None
-                     else f">{r['gs_cap']}" if r["gs_cap_reached"] else r["gs_stop_reason"])
-            print(f"{n:>8} {r['kkt_residual_1']:10.3e} {r['kkt_residual_3']:10.3e} {r['gs_residual_4']:10.3e} "
-                  f"{match:>10} {r['gs_best_residual']:10.3e} {r['kkt_ms_per_iteration']:8.3f} "
-                  f"{r['gs_ms_per_iteration']:8.3f} {r['kkt_to_gs_cost_ratio']:6.2f}")
+            match = (
+                str(r["gs_iters_to_match"])
+                if r["gs_iters_to_match"] is not None
+                else f">{r['gs_cap']}"
+                if r["gs_cap_reached"]
+                else r["gs_stop_reason"]
+            )
+            print(
+                f"{n:>8} {r['kkt_residual_1']:10.3e} {r['kkt_residual_3']:10.3e} {r['gs_residual_4']:10.3e} "
+                f"{match:>10} {r['gs_best_residual']:10.3e} {r['kkt_ms_per_iteration']:8.3f} "
+                f"{r['gs_ms_per_iteration']:8.3f} {r['kkt_to_gs_cost_ratio']:6.2f}"
+            )
         print("targets met:", met)
     print(json.dumps(out))
 

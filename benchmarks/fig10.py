@@ -11,6 +11,7 @@ PaOBCR and PBER run in the papers' order (bilateral) and in the vectorised even/
 
     python3 benchmarks/fig10.py --json        # last stdout line: one JSON object; writes docs/fig10.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,7 @@ def particle_rod(cls, sim, ordering: str):
     if cls is PaOBCRRod:
         rod.q[:] = sim.orientations
     else:
-        mid = 0.5 * (rod.x[:k - 1] + rod.x[1:k])
+        mid = 0.5 * (rod.x[: k - 1] + rod.x[1:k])
         rod.x[k:] = mid + rod.ghost_distance[:, None] * quat.rotate(sim.orientations, np.array([1.0, 0.0, 0.0]))
     return rod
 
@@ -90,8 +91,15 @@ def trace(open_step, iterate, residual, cap: int, budget: float) -> dict:
             break
     at = dict(zip(its, res))
     out = {f"residual_{m}": at.get(m) for m in MARKS if m <= cap}
-    out.update({"iterations_run": k, "ms_per_iteration": 1e3 * spent / k, "best_residual": float(np.nanmin(res)),
-                "final_residual": res[-1], "trace": [[i, r] for i, r in zip(its, res)]})
+    out.update(
+        {
+            "iterations_run": k,
+            "ms_per_iteration": 1e3 * spent / k,
+            "best_residual": float(np.nanmin(res)),
+            "final_residual": res[-1],
+            "trace": [[i, r] for i, r in zip(its, res)],
+        }
+    )
     return out
 
 
@@ -108,30 +116,45 @@ def main() -> None:
     sim, info = bring_to_rest(N_SEGMENTS, damping=2.0, ke_tol=1e-12, max_time=120.0)
     state = snapshot(sim)
     results = {}
-    results["KKT"] = trace(lambda: restore_and_predict(sim, state), lambda: sim.iterate("kkt"), sim.residual,
-                           min(args.cap, 5), args.budget)
+    results["KKT"] = trace(
+        lambda: restore_and_predict(sim, state), lambda: sim.iterate("kkt"), sim.residual, min(args.cap, 5), args.budget
+    )
     log(f"KKT: {results['KKT']['trace']}")
-    results["GS"] = trace(lambda: restore_and_predict(sim, state), lambda: sim.iterate("gs"), sim.residual,
-                          args.cap, args.budget)
+    results["GS"] = trace(
+        lambda: restore_and_predict(sim, state), lambda: sim.iterate("gs"), sim.residual, args.cap, args.budget
+    )
     log(f"GS: {results['GS']['iterations_run']} iterations, best {results['GS']['best_residual']:.3g}")
     for name, cls in (("PaOBCR", PaOBCRRod), ("PBER", PBERRod)):
         for ordering in ("bilateral", "colored"):
             rod = particle_rod(cls, sim, ordering)
             key = name if ordering == "bilateral" else f"{name}_colored"
             results[key] = trace(lambda: rod.begin_step(DT), rod.iterate, rod.residual, args.cap, args.budget)
-            log(f"{key}: {results[key]['iterations_run']} iterations, {results[key]['ms_per_iteration']:.3f} ms/it, "
-                f"r1 {results[key]['residual_1']:.3g}, best {results[key]['best_residual']:.3g}")
+            log(
+                f"{key}: {results[key]['iterations_run']} iterations, {results[key]['ms_per_iteration']:.3f} ms/it, "
+                f"r1 {results[key]['residual_1']:.3g}, best {results[key]['best_residual']:.3g}"
+            )
     kkt1 = results["KKT"]["residual_1"]
     pa_best = min(results["PaOBCR"]["best_residual"], results["PaOBCR_colored"]["best_residual"])
     pa_iters = max(results["PaOBCR"]["iterations_run"], results["PaOBCR_colored"]["iterations_run"])
-    shape = {"kkt_residual_1": kkt1, "paobcr_best_residual": pa_best, "paobcr_iterations": pa_iters,
-             "kkt1_below_paobcr_best": bool(kkt1 < pa_best),
-             "cost_ratio_gs_to_paobcr_colored": results["GS"]["ms_per_iteration"] / results["PaOBCR_colored"]["ms_per_iteration"]}
+    shape = {
+        "kkt_residual_1": kkt1,
+        "paobcr_best_residual": pa_best,
+        "paobcr_iterations": pa_iters,
+        "kkt1_below_paobcr_best": bool(kkt1 < pa_best),
+        "cost_ratio_gs_to_paobcr_colored": results["GS"]["ms_per_iteration"]
+        / results["PaOBCR_colored"]["ms_per_iteration"],
+    }
     plt, plot_path = pyplot(), None
     if plt is not None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for key, style in (("PBER", "-"), ("PBER_colored", ":"), ("PaOBCR", "-"), ("PaOBCR_colored", ":"),
-                           ("GS", "-"), ("KKT", "-o")):
+        for key, style in (
+            ("PBER", "-"),
+            ("PBER_colored", ":"),
+            ("PaOBCR", "-"),
+            ("PaOBCR_colored", ":"),
+            ("GS", "-"),
+            ("KKT", "-o"),
+        ):
             tr = np.array(results[key]["trace"])
             ax.loglog(tr[:, 0], np.maximum(tr[:, 1], 1e-20), style, label=key.replace("_colored", " (even/odd)"))
         ax.set_xlabel("iterations")
@@ -140,15 +163,29 @@ def main() -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         plot_path = save(fig, "fig10.png")
-    out = {"benchmark": "fig10", "segments": N_SEGMENTS, "dt": DT, "cap": args.cap, "budget_s": args.budget,
-           **{k: v for k, v in results.items()}, "shape": shape, "rest": info,
-           "paper": {"paobcr_iterations_to_kkt1_order": ">100000", "gs_cost_vs_paobcr": 13.9,
-                     "paobcr_cost_vs_kkt_to_same_error": 5890},
-           "plot": plot_path, "wall_s": time.perf_counter() - t_start}
+    out = {
+        "benchmark": "fig10",
+        "segments": N_SEGMENTS,
+        "dt": DT,
+        "cap": args.cap,
+        "budget_s": args.budget,
+        **{k: v for k, v in results.items()},
+        "shape": shape,
+        "rest": info,
+        "paper": {
+            "paobcr_iterations_to_kkt1_order": ">100000",
+            "gs_cost_vs_paobcr": 13.9,
+            "paobcr_cost_vs_kkt_to_same_error": 5890,
+        },
+        "plot": plot_path,
+        "wall_s": time.perf_counter() - t_start,
+    }
     if not args.json:
         for key, r in results.items():
-            print(f"{key:>15}: r1 {r['residual_1']:.3e}  r10 {r.get('residual_10')}  r100 {r.get('residual_100')}  "
-                  f"r1000 {r.get('residual_1000')}  {r['ms_per_iteration']:.3f} ms/it  ({r['iterations_run']} its)")
+            print(
+                f"{key:>15}: r1 {r['residual_1']:.3e}  r10 {r.get('residual_10')}  r100 {r.get('residual_100')}  "
+                f"r1000 {r.get('residual_1000')}  {r['ms_per_iteration']:.3f} ms/it  ({r['iterations_run']} its)"
+            )
         print(shape)
     print(json.dumps(out))
 

@@ -8,6 +8,7 @@ deflection is checked against Euler–Bernoulli plus the joints' stretch complia
     python3 benchmarks/fig9.py --json             # last stdout line: one JSON object
     python3 benchmarks/fig9.py --gs-cap-large 2000   # fewer GS iterations for 1000 segments
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,24 @@ def main() -> None:
         # fixed iteration budgets (not seconds), so that the curves do not depend on the machine's load;
         # the convergence benchmark's defaults for everything else
         cap = args.gs_cap if n <= 100 else args.gs_cap_large
-        run_args = argparse.Namespace(gs_cap=cap, gs_budget=math.inf, floor_level=1e-12, floor_patience=5000,
-                                      damping=2.0, ke_tol=1e-12, max_rest_time=120.0, kkt_iterations=5, repeats=5)
+        run_args = argparse.Namespace(
+            gs_cap=cap,
+            gs_budget=math.inf,
+            floor_level=1e-12,
+            floor_patience=5000,
+            damping=2.0,
+            ke_tol=1e-12,
+            max_rest_time=120.0,
+            kkt_iterations=5,
+            repeats=5,
+        )
         results[str(n)] = run_size(n, run_args)
     plt, plot_path = pyplot(), None
     if plt is not None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for n, r in results.items():
             gs = np.array(r["gs_trace"])
-            line, = ax.loglog(gs[:, 0], gs[:, 1], label=f"GS {n}")
+            (line,) = ax.loglog(gs[:, 0], gs[:, 1], label=f"GS {n}")
             kkt = np.maximum(np.array(r["kkt_trace"]), 1e-20)
             ax.loglog(np.arange(1, kkt.size + 1), kkt, "o--", color=line.get_color(), label=f"KKT {n}")
         ax.set_xlabel("iterations")
@@ -66,17 +76,45 @@ def main() -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, ncol=2)
         plot_path = save(fig, "fig9.png")
-    summary = {n: {k: r[k] for k in ("residual_at_prediction", "kkt_residual_1", "kkt_residual_3", "gs_residual_1",
-                                     "gs_residual_4", "gs_iters_to_match", "gs_iterations_run", "gs_stop_reason",
-                                     "gs_best_residual", "gs_iters_to_match_extrapolated", "kkt_ms_per_iteration",
-                                     "gs_ms_per_iteration", "rest_converged", "tip_deflection_m",
-                                     "tip_deflection_euler_bernoulli_m")} for n, r in results.items()}
+    summary = {
+        n: {
+            k: r[k]
+            for k in (
+                "residual_at_prediction",
+                "kkt_residual_1",
+                "kkt_residual_3",
+                "gs_residual_1",
+                "gs_residual_4",
+                "gs_iters_to_match",
+                "gs_iterations_run",
+                "gs_stop_reason",
+                "gs_best_residual",
+                "gs_iters_to_match_extrapolated",
+                "kkt_ms_per_iteration",
+                "gs_ms_per_iteration",
+                "rest_converged",
+                "tip_deflection_m",
+                "tip_deflection_euler_bernoulli_m",
+            )
+        }
+        for n, r in results.items()
+    }
     for n, r in summary.items():
-        r["tip_deflection_with_joint_compliance_m"] = joint_compliance_deflection(int(n), r["tip_deflection_euler_bernoulli_m"])
-    out = {"benchmark": "fig9", "sizes": summary, "gs_cap": args.gs_cap, "gs_cap_large": args.gs_cap_large,
-           "paper": {"kkt_residual_1": {"8": 4.4e-18, "50": 2.8e-16, "1000": 2.2e-13},
-                     "gs_residual_1": {"8": 3.5e-4, "50": 5e-3, "1000": 1e-1}},
-           "plot": plot_path, "wall_s": time.perf_counter() - t0}
+        r["tip_deflection_with_joint_compliance_m"] = joint_compliance_deflection(
+            int(n), r["tip_deflection_euler_bernoulli_m"]
+        )
+    out = {
+        "benchmark": "fig9",
+        "sizes": summary,
+        "gs_cap": args.gs_cap,
+        "gs_cap_large": args.gs_cap_large,
+        "paper": {
+            "kkt_residual_1": {"8": 4.4e-18, "50": 2.8e-16, "1000": 2.2e-13},
+            "gs_residual_1": {"8": 3.5e-4, "50": 5e-3, "1000": 1e-1},
+        },
+        "plot": plot_path,
+        "wall_s": time.perf_counter() - t0,
+    }
     if not args.json:
         print(json.dumps(summary, indent=1))
     print(json.dumps(out))

@@ -12,6 +12,7 @@ over the top. "symplectic_measured": det of the one-step map on the pendulum is 
 
     python3 benchmarks/integrators.py --json     # last stdout line: one JSON object; writes docs/integrators.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,20 @@ from solver.models.rod_models import StiffRod  # noqa: E402
 from solver.core.timestep import NonFiniteStateError  # noqa: E402
 
 LENGTH, EDGES, RADIUS, E_MOD, DENSITY, DAMPING, G = 0.5, 10, 0.01, 5e3, 1000.0, 0.5, 9.81
-SPRING_DAMPING = 2e-3   # s: dashpots c = β k on the springs (a thread dissipates; without them explicit Euler has no stable Δt)
-SEED_TABLE = {"explicit_euler": (0.0098, 8, False, 1.225), "symplectic_euler": (0.0294, 8, True, 3.675),
-              "midpoint": (0.0153, 8, False, 1.9125), "half_step": (0.0168, 10, False, 1.68),
-              "verlet": (0.023, 10, True, 2.3), "forest_ruth": (0.021, 12, True, 1.75),
-              "symplectic_midpoint": (0.028, 8, True, 3.5), "rk4": (0.027, 14, False, 1.928),
-              "modified_half_step": (0.0216, 10, False, 2.16)}
+SPRING_DAMPING = (
+    2e-3  # s: dashpots c = β k on the springs (a thread dissipates; without them explicit Euler has no stable Δt)
+)
+SEED_TABLE = {
+    "explicit_euler": (0.0098, 8, False, 1.225),
+    "symplectic_euler": (0.0294, 8, True, 3.675),
+    "midpoint": (0.0153, 8, False, 1.9125),
+    "half_step": (0.0168, 10, False, 1.68),
+    "verlet": (0.023, 10, True, 2.3),
+    "forest_ruth": (0.021, 12, True, 1.75),
+    "symplectic_midpoint": (0.028, 8, True, 3.5),
+    "rk4": (0.027, 14, False, 1.928),
+    "modified_half_step": (0.0216, 10, False, 2.16),
+}
 
 
 def log(*a):
@@ -57,8 +66,16 @@ def energy_scale():
 
 
 def dlo(integrator):
-    return DLORod(thread_points(), RADIUS, E_MOD, None, DENSITY, integrator=integrator, damping=DAMPING,
-                  spring_damping=SPRING_DAMPING)
+    return DLORod(
+        thread_points(),
+        RADIUS,
+        E_MOD,
+        None,
+        DENSITY,
+        integrator=integrator,
+        damping=DAMPING,
+        spring_damping=SPRING_DAMPING,
+    )
 
 
 def stable(integrator: str, dt: float, duration: float) -> bool:
@@ -121,8 +138,11 @@ def xpbd_same_scene(dts, duration: float) -> dict:
                 worst = max(worst, energy() - e0)
         except NonFiniteStateError:
             ok = False
-        out[f"{dt * 1e3:g}ms"] = {"stable": bool(ok and worst <= 0.1 * energy_scale()),
-                                  "max_energy_rise_J": float(worst), "final_tip_z_m": float(rod.centerline()[-1, 2])}
+        out[f"{dt * 1e3:g}ms"] = {
+            "stable": bool(ok and worst <= 0.1 * energy_scale()),
+            "max_energy_rise_J": float(worst),
+            "final_tip_z_m": float(rod.centerline()[-1, 2]),
+        }
     return out
 
 
@@ -130,7 +150,7 @@ def pendulum(name: str, h: float, t_end: float, theta0: float = 1.0):
     """θ'' = −sin θ from (θ0, 0) for ``t_end`` [s] with step h: energy H = θ'²/2 − cos θ relative to |H0|
     (max deviation and signed final change), and whether the pendulum was pumped over the top (|θ| > π)."""
     step = get_integrator(name).step
-    acc = lambda x, v: -np.sin(x)                                     # noqa: E731
+    acc = lambda x, v: -np.sin(x)  # noqa: E731
     x, v, mem = np.array([theta0]), np.array([0.0]), {}
     h0 = 0.5 * v[0] ** 2 - math.cos(x[0])
     xs, vs, drift, energy = [x[0]], [v[0]], 0.0, h0
@@ -142,8 +162,11 @@ def pendulum(name: str, h: float, t_end: float, theta0: float = 1.0):
         vs.append(v[0])
         energy = 0.5 * v[0] ** 2 - math.cos(x[0])
         drift = max(drift, abs(energy - h0))
-    stats = {"max_rel": drift / abs(h0), "final_rel": (energy - h0) / abs(h0),
-             "over_the_top": bool(np.max(np.abs(xs)) > math.pi)}
+    stats = {
+        "max_rel": drift / abs(h0),
+        "final_rel": (energy - h0) / abs(h0),
+        "over_the_top": bool(np.max(np.abs(xs)) > math.pi),
+    }
     return stats, np.array(xs), np.array(vs)
 
 
@@ -157,29 +180,41 @@ def main() -> None:
     if args.quick:
         args.duration, args.rel_tol = 2.0, 0.15
     t_start = time.perf_counter()
-    acc = lambda x, v: -np.sin(x)                                     # noqa: E731
+    acc = lambda x, v: -np.sin(x)  # noqa: E731
     table = {}
     for name in INTEGRATORS:
         dt_max = max_stable_dt(name, args.duration, args.rel_tol)
         tps = time_per_step(name, dt_max if dt_max > 0 else 1e-4)
         det = step_map_jacobian_det(name, acc, 1.0, 0.3, 0.5)
-        drift = {f"dt_{h:g}": pendulum(name, h, 100.0)[0] for h in (0.1, 0.3, 0.9)}   # 100 s
-        table[name] = {"max_dt_s": dt_max, "ms_per_step": 1e3 * tps, "score": dt_max / tps,
-                       "symplectic_claimed": INTEGRATORS[name].symplectic_claimed,
-                       "symplectic_measured": bool(abs(det - 1.0) < 1e-8), "area_det_h0.5": det,
-                       "force_evaluations": INTEGRATORS[name].evaluations,
-                       "pendulum_energy_drift_rel": drift,
-                       "seed": dict(zip(("max_dt_s", "ms", "symplectic", "score"), SEED_TABLE[name]))}
-        log(f"{name:>20}: max dt {dt_max * 1e3:7.3f} ms, {tps * 1e3:.3f} ms/step, score {dt_max / tps:8.2f}, "
-            f"det {det:.8f}, pendulum drift {drift}")
+        drift = {f"dt_{h:g}": pendulum(name, h, 100.0)[0] for h in (0.1, 0.3, 0.9)}  # 100 s
+        table[name] = {
+            "max_dt_s": dt_max,
+            "ms_per_step": 1e3 * tps,
+            "score": dt_max / tps,
+            "symplectic_claimed": INTEGRATORS[name].symplectic_claimed,
+            "symplectic_measured": bool(abs(det - 1.0) < 1e-8),
+            "area_det_h0.5": det,
+            "force_evaluations": INTEGRATORS[name].evaluations,
+            "pendulum_energy_drift_rel": drift,
+            "seed": dict(zip(("max_dt_s", "ms", "symplectic", "score"), SEED_TABLE[name])),
+        }
+        log(
+            f"{name:>20}: max dt {dt_max * 1e3:7.3f} ms, {tps * 1e3:.3f} ms/step, score {dt_max / tps:8.2f}, "
+            f"det {det:.8f}, pendulum drift {drift}"
+        )
     ref = table["explicit_euler"]["score"]
     for name, r in table.items():
         r["score_rel_explicit_euler"] = r["score"] / ref if ref > 0 else None
         r["seed"]["score_rel_explicit_euler"] = SEED_TABLE[name][3] / SEED_TABLE["explicit_euler"][3]
     ranking = sorted(table, key=lambda k: -table[k]["score"])
     seed_ranking = sorted(SEED_TABLE, key=lambda k: -SEED_TABLE[k][3])
-    targets = {"symplectic_euler_ahead_of_explicit_euler": table["symplectic_euler"]["score"] > table["explicit_euler"]["score"],
-               "explicit_euler_least_stable": all(table["explicit_euler"]["max_dt_s"] <= r["max_dt_s"] for r in table.values())}
+    targets = {
+        "symplectic_euler_ahead_of_explicit_euler": table["symplectic_euler"]["score"]
+        > table["explicit_euler"]["score"],
+        "explicit_euler_least_stable": all(
+            table["explicit_euler"]["max_dt_s"] <= r["max_dt_s"] for r in table.values()
+        ),
+    }
     xpbd = xpbd_same_scene((0.001, 0.005, 0.01, 0.02, 0.04), args.duration)
     targets["xpbd_kkt_stable_up_to_40ms"] = all(v["stable"] for v in xpbd.values())
     plt, plot_path = pyplot(), None
@@ -189,8 +224,13 @@ def main() -> None:
         pos = np.arange(len(names))
         ours = [table[n]["score_rel_explicit_euler"] for n in names]
         seed = [SEED_TABLE[n][3] / SEED_TABLE["explicit_euler"][3] for n in names]
-        axes[0].bar(pos - 0.2, ours, 0.4, label="ours (DLO thread)",
-                    color=["tab:green" if table[n]["symplectic_measured"] else "tab:gray" for n in names])
+        axes[0].bar(
+            pos - 0.2,
+            ours,
+            0.4,
+            label="ours (DLO thread)",
+            color=["tab:green" if table[n]["symplectic_measured"] else "tab:gray" for n in names],
+        )
         axes[0].bar(pos + 0.2, seed, 0.4, label="seed Table 1", color="tab:blue", alpha=0.6)
         axes[0].set_xticks(pos, [n.replace("_", "\n") for n in names], fontsize=7)
         axes[0].set_yscale("log")
@@ -207,16 +247,33 @@ def main() -> None:
         axes[1].set_title("pendulum θ'' = −sin θ, Δt = 0.3, 30 s")
         axes[1].legend(fontsize=7)
         plot_path = save(fig, "integrators.png")
-    out = {"benchmark": "integrators", "scene": {"length_m": LENGTH, "edges": EDGES, "radius_m": RADIUS,
-                                                   "youngs_modulus_Pa": E_MOD, "density": DENSITY,
-                                                   "damping_per_s": DAMPING, "spring_damping_s": SPRING_DAMPING, "trial_s": args.duration},
-           "table": table, "ranking_by_score": ranking, "seed_ranking_by_score": seed_ranking,
-           "xpbd_kkt": xpbd, "targets_met": targets, "plot": plot_path, "wall_s": time.perf_counter() - t_start}
+    out = {
+        "benchmark": "integrators",
+        "scene": {
+            "length_m": LENGTH,
+            "edges": EDGES,
+            "radius_m": RADIUS,
+            "youngs_modulus_Pa": E_MOD,
+            "density": DENSITY,
+            "damping_per_s": DAMPING,
+            "spring_damping_s": SPRING_DAMPING,
+            "trial_s": args.duration,
+        },
+        "table": table,
+        "ranking_by_score": ranking,
+        "seed_ranking_by_score": seed_ranking,
+        "xpbd_kkt": xpbd,
+        "targets_met": targets,
+        "plot": plot_path,
+        "wall_s": time.perf_counter() - t_start,
+    }
     if not args.json:
         for n in ranking:
             r = table[n]
-            print(f"{n:>20} {r['max_dt_s'] * 1e3:8.3f} ms {r['ms_per_step']:7.3f} ms/step score {r['score']:8.2f} "
-                  f"symplectic {r['symplectic_measured']}")
+            print(
+                f"{n:>20} {r['max_dt_s'] * 1e3:8.3f} ms {r['ms_per_step']:7.3f} ms/step score {r['score']:8.2f} "
+                f"symplectic {r['symplectic_measured']}"
+            )
         print(targets)
     print(json.dumps(out))
 

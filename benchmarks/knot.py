@@ -14,6 +14,7 @@ Targets: |writhe| ≥ 2 and min_surface_gap_m ≥ −0.1 r.
 
     python3 benchmarks/knot.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,9 +61,20 @@ def centreline(sim) -> np.ndarray:
     return np.vstack((sim.positions[:1] - axis[:1], sim.positions + axis))
 
 
-def run(segments: int = 100, length: float = 1.0, radius: float = 0.005, turns: float = 10.0,
-        approach: float = 0.6, twist_seconds: float = 8.0, hold_seconds: float = 2.0, dt: float = 0.002,
-        youngs_modulus: float = 2e6, iterations: int = 5, damping: float = 10.0, sweeps: int = 2) -> dict:
+def run(
+    segments: int = 100,
+    length: float = 1.0,
+    radius: float = 0.005,
+    turns: float = 10.0,
+    approach: float = 0.6,
+    twist_seconds: float = 8.0,
+    hold_seconds: float = 2.0,
+    dt: float = 0.002,
+    youngs_modulus: float = 2e6,
+    iterations: int = 5,
+    damping: float = 10.0,
+    sweeps: int = 2,
+) -> dict:
     pts = np.zeros((segments + 1, 3))
     pts[:, 0] = np.linspace(0.0, length, segments + 1)
     model = rod_from_polyline(pts, radius, youngs_modulus, youngs_modulus / 3.0, 1100.0, pinned=["start", "end"])
@@ -72,14 +84,21 @@ def run(segments: int = 100, length: float = 1.0, radius: float = 0.005, turns: 
 
     def clamps(t):
         u = min(t / twist_seconds, 1.0)
-        u = u * u * (3.0 - 2.0 * u)                          # smooth start and stop
+        u = u * u * (3.0 - 2.0 * u)  # smooth start and stop
         angle = 2.0 * np.pi * turns * u
         spin = np.concatenate(([np.cos(0.5 * angle)], np.sin(0.5 * angle) * axis_turn))
         pos = np.stack((x_start + approach * length * u * axis_turn, x_end))
         return pos, np.stack((quat.multiply(spin, q_start), q_end))
 
-    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=1e-9, gravity=(0.0, 0.0, 0.0),
-                    damping=damping, kinematic=clamps)
+    sim = Simulator(
+        model,
+        dt=dt,
+        max_iterations=iterations,
+        tolerance=1e-9,
+        gravity=(0.0, 0.0, 0.0),
+        damping=damping,
+        kinematic=clamps,
+    )
     contacts = Contacts(model, self_collision=True, self_friction=0.1, sweeps=sweeps)
     sim.gs_constraints.append(contacts)
     # A tiny transverse kick breaks the symmetry of the straight rod (as any real rod's imperfection does).

@@ -1,5 +1,6 @@
 """Plot helpers shared by the comparison benchmarks: PNGs go to docs/ when matplotlib is installed
 (benchmarks/requirements.txt); without it the benchmarks still run and report ``"plot": null``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +12,7 @@ def pyplot():
     """matplotlib.pyplot on the Agg backend, or None when matplotlib is not installed."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -21,6 +21,7 @@ stiff_gs at 1000 would take 5–10 min each here), the direct solver at 10.
 
     python3 benchmarks/rod_models.py --json      # last stdout line: one JSON object; writes docs/rod_models.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,14 +42,21 @@ from solver.build.curve_measures import writhe  # noqa: E402
 from solver.models.rod_models import make_rod  # noqa: E402
 
 RADIUS, E_MOD, DENSITY, DT, ITER = 0.01, 1e7, 1000.0, 0.01, 10
-TIMED = (("paobcr", {"ordering": "bilateral"}), ("paobcr", {"ordering": "colored"}),
-         ("pber", {"ordering": "bilateral"}), ("pber", {"ordering": "colored"}),
-         ("stiff_gs", {}), ("stiff_kkt", {}))
+TIMED = (
+    ("paobcr", {"ordering": "bilateral"}),
+    ("paobcr", {"ordering": "colored"}),
+    ("pber", {"ordering": "bilateral"}),
+    ("pber", {"ordering": "colored"}),
+    ("stiff_gs", {}),
+    ("stiff_kkt", {}),
+)
 SCENE_MODELS = (("paobcr", {"ordering": "colored"}), ("pber", {"ordering": "colored"}), ("stiff_gs", {}))
 # (model, options, iterations) per scene: the Gauss–Seidel models at the frame-time budget (10) and at 10× it,
 # PaOBCR (the cheapest) also at 100×; the direct solver at 10 as the converged reference
 SCENE_RUNS = tuple((k, kw, it) for it in (ITER, 10 * ITER) for k, kw in SCENE_MODELS) + (
-    ("paobcr", {"ordering": "colored"}, 100 * ITER), ("stiff_kkt", {}, ITER))
+    ("paobcr", {"ordering": "colored"}, 100 * ITER),
+    ("stiff_kkt", {}, ITER),
+)
 QUICK_RUNS = tuple((k, kw, ITER) for k, kw in SCENE_MODELS) + (("stiff_kkt", {}, ITER),)
 
 
@@ -74,8 +82,10 @@ def helix(n=50, turns=3.0, radius=0.05, pitch=0.02):
 def frame_times(frames: int) -> dict:
     """Median ms per frame of every TIMED model; the models take turns frame by frame, so that the load
     of a shared machine falls on all of them alike and their ratios hold."""
-    rods = {label(kind, kw): make_rod(kind, straight(), RADIUS, E_MOD, None, DENSITY, iterations=ITER, **kw)
-            for kind, kw in TIMED}
+    rods = {
+        label(kind, kw): make_rod(kind, straight(), RADIUS, E_MOD, None, DENSITY, iterations=ITER, **kw)
+        for kind, kw in TIMED
+    }
     samples = {name: [] for name in rods}
     for _ in range(frames):
         for name, rod in rods.items():
@@ -114,19 +124,30 @@ def run_scene(build, drive, seconds: float, runs) -> dict:
             drive(rod, k, steps, extra)
             rod.step(DT)
         c = rod.centerline()
-        res[name] = {"iterations": iterations, "end_m": c[-1].tolist(), "writhe": writhe(c),
-                     "wire_length_m": float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum()),
-                     "residual": rod.residual(), "wall_s": time.perf_counter() - t0, **extra, "centerline": c}
-        log(f"{name}: end {np.round(c[-1], 4)}, writhe {res[name]['writhe']:.3f}, "
+        res[name] = {
+            "iterations": iterations,
+            "end_m": c[-1].tolist(),
+            "writhe": writhe(c),
+            "wire_length_m": float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum()),
+            "residual": rod.residual(),
+            "wall_s": time.perf_counter() - t0,
+            **extra,
+            "centerline": c,
+        }
+        log(
+            f"{name}: end {np.round(c[-1], 4)}, writhe {res[name]['writhe']:.3f}, "
             f"length {res[name]['wire_length_m']:.4f} m, "
             + (f"first loop at {extra['turns_at_first_loop']} turns, " if "turns_at_first_loop" in extra else "")
-            + f"{res[name]['wall_s']:.1f} s")
+            + f"{res[name]['wall_s']:.1f} s"
+        )
     return res
 
 
 def curl_scene(seconds: float, runs) -> dict:
     def build(kind, kw, iterations):
-        return make_rod(kind, helix(), RADIUS, E_MOD, None, DENSITY, twist_rate=10.0, iterations=iterations, damping=4.0, **kw)
+        return make_rod(
+            kind, helix(), RADIUS, E_MOD, None, DENSITY, twist_rate=10.0, iterations=iterations, damping=4.0, **kw
+        )
 
     res = run_scene(build, lambda rod, k, steps, extra: None, seconds, runs)
     z0 = float(helix()[-1, 2])
@@ -135,8 +156,12 @@ def curl_scene(seconds: float, runs) -> dict:
     ref = res[f"stiff_kkt@{ITER}"]["end_m"]
     for r in res.values():
         r["end_distance_to_kkt_m"] = float(np.linalg.norm(np.subtract(r["end_m"], ref)))
-    return {"models": res, "rest_wire_length_m": float(np.linalg.norm(np.diff(helix(), axis=0), axis=1).sum()),
-            "rest_writhe": writhe(helix()), "coil_drop_linear_estimate_m": coil_drop_estimate()}
+    return {
+        "models": res,
+        "rest_wire_length_m": float(np.linalg.norm(np.diff(helix(), axis=0), axis=1).sum()),
+        "rest_writhe": writhe(helix()),
+        "coil_drop_linear_estimate_m": coil_drop_estimate(),
+    }
 
 
 def twist_turns(rod) -> float:
@@ -152,16 +177,34 @@ def twist_turns(rod) -> float:
 def loop_scene(seconds: float, turns: float, approach: float, runs) -> dict:
     def build(kind, kw, iterations):
         pts = straight()
-        pts[:, 1] = 1e-4 * np.sin(np.pi * pts[:, 0])       # the same 0.1 mm imperfection for every model
-        return make_rod(kind, pts, RADIUS, E_MOD, None, DENSITY, pinned=("start", "end"), gravity=(0, 0, 0),
-                        iterations=iterations, damping=2.0, **kw)
+        pts[:, 1] = 1e-4 * np.sin(np.pi * pts[:, 0])  # the same 0.1 mm imperfection for every model
+        return make_rod(
+            kind,
+            pts,
+            RADIUS,
+            E_MOD,
+            None,
+            DENSITY,
+            pinned=("start", "end"),
+            gravity=(0, 0, 0),
+            iterations=iterations,
+            damping=2.0,
+            **kw,
+        )
 
     def drive(rod, k, steps, extra):
         s = k / steps
         rod.twist_end("end", 2 * np.pi * turns * s, translation=(-approach * min(1.0, 3 * s), 0.0, 0.0))
         if k == 1:
-            extra.update(turns_at_first_loop=None, strand_passage_at_turns=None, writhe_before_passage=None,
-                         max_abs_writhe=0.0, series=[], shape_at_max_writhe=None, _last=0.0)
+            extra.update(
+                turns_at_first_loop=None,
+                strand_passage_at_turns=None,
+                writhe_before_passage=None,
+                max_abs_writhe=0.0,
+                series=[],
+                shape_at_max_writhe=None,
+                _last=0.0,
+            )
         # the centerline of the previous step against the twist applied before it
         c = rod.centerline()
         wr, done = writhe(c), turns * (k - 1) / steps
@@ -191,10 +234,9 @@ def loop_scene(seconds: float, turns: float, approach: float, runs) -> dict:
             # Călugăreanu: Wr + Tw follows the applied turns until the rod passes through itself
             gap = series[:, 1] + series[:, 2] - series[:, 0]
             jump = np.flatnonzero(np.abs(gap - gap[0]) > 1.0)
-            r["link_gap_turns_before_passage"] = float(np.max(np.abs(gap[:jump[0]] if jump.size else gap)))
+            r["link_gap_turns_before_passage"] = float(np.max(np.abs(gap[: jump[0]] if jump.size else gap)))
             r["link_change_at_passage_turns"] = float(gap[jump[0]] - gap[jump[0] - 1]) if jump.size else None
-    return {"models": res, "turns": turns, "approach_m": approach,
-            "driven_end_target_m": [1.0 - approach, 0.0, 0.0]}
+    return {"models": res, "turns": turns, "approach_m": approach, "driven_end_target_m": [1.0 - approach, 0.0, 0.0]}
 
 
 def main() -> None:
@@ -224,8 +266,12 @@ def main() -> None:
                 return dict(color="k", lw=2.0)
             return dict(lw=1.0, ls="--" if r["iterations"] == ITER else ":" if r["iterations"] > 10 * ITER else "-")
 
-        for i, (scene, key, title) in enumerate(((curl, "centerline", "curl with intrinsic twist, hanging, after 2 s"),
-                                                 (loop, "shape_at_max_writhe", "both ends clamped, twisted: at max |Wr| before passing through itself"))):
+        for i, (scene, key, title) in enumerate(
+            (
+                (curl, "centerline", "curl with intrinsic twist, hanging, after 2 s"),
+                (loop, "shape_at_max_writhe", "both ends clamped, twisted: at max |Wr| before passing through itself"),
+            )
+        ):
             ax = fig.add_subplot(2, 2, 2 + i, projection="3d")
             for name, r in scene["models"].items():
                 c = r[key] if r.get(key) is not None else r["centerline"]
@@ -237,7 +283,9 @@ def main() -> None:
             series = np.array(r["series"])
             ax3.plot(series[:, 0], series[:, 1], label=name, **style(name, r))
             if series.shape[1] == 3:
-                ax3.plot(series[:, 0], series[:, 1] + series[:, 2], color="k", lw=0.8, ls="-.", label=f"{name}: Wr + Tw")
+                ax3.plot(
+                    series[:, 0], series[:, 1] + series[:, 2], color="k", lw=0.8, ls="-.", label=f"{name}: Wr + Tw"
+                )
         ax3.set_xlabel("turns applied to the driven end")
         ax3.set_ylabel("writhe Wr")
         ax3.set_title("loop scene: writhe while twisting", fontsize=9)
@@ -250,13 +298,26 @@ def main() -> None:
             r.pop("shape_at_max_writhe", None)
             if "series" in r:
                 r["series"] = np.round(r["series"], 4).tolist()
-    ratios = {"pber_over_paobcr_bilateral": times["pber_bilateral"] / times["paobcr_bilateral"],
-              "pber_over_paobcr_colored": times["pber_colored"] / times["paobcr_colored"],
-              "stiff_gs_over_paobcr_colored": times["stiff_gs"] / times["paobcr_colored"],
-              "stiff_kkt_over_paobcr_colored": times["stiff_kkt"] / times["paobcr_colored"]}
-    out = {"benchmark": "rod_models", "elements": 50, "iterations": ITER, "dt_s": DT, "frames": frames,
-           "ms_per_frame": times, "ratios": ratios, "paper_table1_scene1_ms": {"paobcr": 0.14, "pber": 1.65, "pbd": 0.16},
-           "curl": curl, "loop": loop, "plot": plot_path, "wall_s": time.perf_counter() - t_start}
+    ratios = {
+        "pber_over_paobcr_bilateral": times["pber_bilateral"] / times["paobcr_bilateral"],
+        "pber_over_paobcr_colored": times["pber_colored"] / times["paobcr_colored"],
+        "stiff_gs_over_paobcr_colored": times["stiff_gs"] / times["paobcr_colored"],
+        "stiff_kkt_over_paobcr_colored": times["stiff_kkt"] / times["paobcr_colored"],
+    }
+    out = {
+        "benchmark": "rod_models",
+        "elements": 50,
+        "iterations": ITER,
+        "dt_s": DT,
+        "frames": frames,
+        "ms_per_frame": times,
+        "ratios": ratios,
+        "paper_table1_scene1_ms": {"paobcr": 0.14, "pber": 1.65, "pbd": 0.16},
+        "curl": curl,
+        "loop": loop,
+        "plot": plot_path,
+        "wall_s": time.perf_counter() - t_start,
+    }
     if not args.json:
         print(json.dumps({k: out[k] for k in ("ms_per_frame", "ratios")}, indent=1))
     print(json.dumps(out))

@@ -18,6 +18,7 @@ hierarchy). Keys of the returned dict:
   ``leaf_area`` (L,) [m²] (polygon area), ``leaf_parent`` (L, 2) int (branch, span) of the branch
   span nearest to the leaf's stem point, and ``leaf_stem`` (L, 3) [m] that stem point.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,10 +34,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _blender  # noqa: E402
 from solver.build.leaves import leaf_frames  # noqa: E402
+
 CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
 PRESETS = ("quaking_aspen", "small_pine", "white_birch", "weeping_willow")
 
-_INSIDE = r'''
+_INSIDE = r"""
 import sys, numpy as np, bpy
 sys.path[:0] = [{bench!r}, {tools!r}]
 import _blender, make_sapling_tree
@@ -54,20 +56,29 @@ if lm is not None:
     out.update(leaf_co=lm.co, leaf_loop_start=lm.loop_start, leaf_loop_total=lm.loop_total, leaf_vertex=lm.loop_vertex)
 np.savez_compressed({out!r}, **out)
 print("SAPLING_DATA_OK")
-'''
+"""
 
 
 def _export(preset: str, raw: Path) -> None:
     raw.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "export_sapling.py"
-        script.write_text(_INSIDE.format(bench=str(ROOT / "benchmarks"), tools=str(ROOT / "tools"),
-                                         preset=preset, out=str(raw)))
-        proc = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(script)],
-                              capture_output=True, text=True, env=_blender.blender_env(), cwd=tmp, timeout=900)
+        script.write_text(
+            _INSIDE.format(bench=str(ROOT / "benchmarks"), tools=str(ROOT / "tools"), preset=preset, out=str(raw))
+        )
+        proc = subprocess.run(
+            ["blender", "-b", "--factory-startup", "--python", str(script)],
+            capture_output=True,
+            text=True,
+            env=_blender.blender_env(),
+            cwd=tmp,
+            timeout=900,
+        )
         if "SAPLING_DATA_OK" not in proc.stdout:
-            raise RuntimeError(f"Blender failed to export Sapling preset {preset!r} (exit {proc.returncode}):\n"
-                               f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"Blender failed to export Sapling preset {preset!r} (exit {proc.returncode}):\n"
+                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
 
 
 def load(preset: str = "white_birch") -> dict:
@@ -81,8 +92,9 @@ def load(preset: str = "white_birch") -> dict:
     parents = [None if p[0] < 0 else (int(p[0]), int(p[1])) for p in raw["parents"]]
     out = dict(branches=branches, parents=parents)
     if "leaf_co" in raw:
-        out.update(leaf_frames(raw["leaf_co"], raw["leaf_loop_start"], raw["leaf_loop_total"],
-                               raw["leaf_vertex"], branches))
+        out.update(
+            leaf_frames(raw["leaf_co"], raw["leaf_loop_start"], raw["leaf_loop_total"], raw["leaf_vertex"], branches)
+        )
     return out
 
 
@@ -90,6 +102,15 @@ if __name__ == "__main__":
     for name in sys.argv[1:] or PRESETS:
         t = load(name)
         n_spans = sum(len(p) - 1 for p, _ in t["branches"])
-        print(name, "branches", len(t["branches"]), "spans", n_spans, "leaves", len(t.get("leaf_area", [])),
-              "median leaf length/width [m]", np.median(t.get("leaf_length", [np.nan])),
-              np.median(t.get("leaf_width", [np.nan])))
+        print(
+            name,
+            "branches",
+            len(t["branches"]),
+            "spans",
+            n_spans,
+            "leaves",
+            len(t.get("leaf_area", [])),
+            "median leaf length/width [m]",
+            np.median(t.get("leaf_length", [np.nan])),
+            np.median(t.get("leaf_width", [np.nan])),
+        )

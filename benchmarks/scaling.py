@@ -16,11 +16,12 @@ resident set between the two, divided by the 90 000 extra segments (interpreter 
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
     python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)
 """
+
 from __future__ import annotations
 
 import os
 
-os.environ["OMP_NUM_THREADS"] = "1"       # before numpy loads its BLAS thread pool
+os.environ["OMP_NUM_THREADS"] = "1"  # before numpy loads its BLAS thread pool
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -46,7 +47,7 @@ def log(*args) -> None:
 
 
 def peak_rss_kib() -> int:
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)   # KiB on Linux
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
 
 
 def measure(scene: str, n: int, repeats: int) -> dict:
@@ -64,14 +65,24 @@ def measure(scene: str, n: int, repeats: int) -> dict:
         residuals.append(sim.iterate("kkt"))
         samples.append(time.process_time() - t0)
     ms = 1e3 * float(np.median(samples))
-    out = {"segments": model.n_segments, "joints": model.n_joints, "scene_build_s": build_s,
-           "symbolic_s": symbolic_s, "symbolic_minus_one_iteration_s": symbolic_s - 1e-3 * ms,
-           "elimination_rounds": sim._kkt.n_rounds if sim._kkt is not None else None,
-           "ms_per_iteration": ms, "samples_ms": [1e3 * s for s in samples],
-           "residual_after_warmup": r_first, "residual_last": residuals[-1], "peak_rss_kib": peak_rss_kib()}
-    log(f"{scene:>5} n={n:>7}: build {build_s:.2f} s, symbolic+first iteration {symbolic_s:.2f} s, "
+    out = {
+        "segments": model.n_segments,
+        "joints": model.n_joints,
+        "scene_build_s": build_s,
+        "symbolic_s": symbolic_s,
+        "symbolic_minus_one_iteration_s": symbolic_s - 1e-3 * ms,
+        "elimination_rounds": sim._kkt.n_rounds if sim._kkt is not None else None,
+        "ms_per_iteration": ms,
+        "samples_ms": [1e3 * s for s in samples],
+        "residual_after_warmup": r_first,
+        "residual_last": residuals[-1],
+        "peak_rss_kib": peak_rss_kib(),
+    }
+    log(
+        f"{scene:>5} n={n:>7}: build {build_s:.2f} s, symbolic+first iteration {symbolic_s:.2f} s, "
         f"{ms:.2f} ms/iteration (median of {repeats}), residual {r_first:.2e} → {residuals[-1]:.2e}, "
-        f"peak RSS {out['peak_rss_kib'] / 1024:.0f} MiB")
+        f"peak RSS {out['peak_rss_kib'] / 1024:.0f} MiB"
+    )
     return out
 
 
@@ -83,9 +94,11 @@ def own_peak_rss_kib() -> int:
 
 def peak_rss_after_step(scene: str, n: int) -> int:
     """Peak RSS [KiB] of a fresh process that builds the scene and takes one time step."""
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import scaling; "
-            f"from solver import Simulator; sim = Simulator(scaling.SCENES[{scene!r}]({n}), dt=1/60, max_iterations=3, "
-            f"tolerance=0.0); sim.step(); print(scaling.own_peak_rss_kib())")
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import scaling; "
+        f"from solver import Simulator; sim = Simulator(scaling.SCENES[{scene!r}]({n}), dt=1/60, max_iterations=3, "
+        f"tolerance=0.0); sim.step(); print(scaling.own_peak_rss_kib())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1])
 
@@ -93,8 +106,10 @@ def peak_rss_after_step(scene: str, n: int) -> int:
 def memory_per_segment(scene: str, small: int = 10000, large: int = 100000) -> dict:
     rss = {n: peak_rss_after_step(scene, n) for n in (small, large)}
     per = 1024.0 * (rss[large] - rss[small]) / (large - small)
-    log(f"{scene:>5}: peak RSS {rss[small] / 1024:.0f} MiB at {small}, {rss[large] / 1024:.0f} MiB at {large} "
-        f"segments: {per:.0f} bytes per segment")
+    log(
+        f"{scene:>5}: peak RSS {rss[small] / 1024:.0f} MiB at {small}, {rss[large] / 1024:.0f} MiB at {large} "
+        f"segments: {per:.0f} bytes per segment"
+    )
     return {"peak_rss_kib": {str(k): v for k, v in rss.items()}, "bytes_per_segment": per}
 
 
@@ -109,8 +124,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1000 and 10000 segments, 3 repeats")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 10000 100000)")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help="timed iterations per size (default 5, and 3 for ≥ 100000 segments)")
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="timed iterations per size (default 5, and 3 for ≥ 100000 segments)"
+    )
     ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
     args = ap.parse_args()
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
@@ -143,10 +159,14 @@ def main() -> None:
         print(f"{'scene':>6} {'segments':>9} {'ms/iter':>10} {'symbolic s':>11} {'rounds':>7}")
         for s in args.scenes:
             for d in detail[s]:
-                print(f"{s:>6} {d['segments']:>9} {d['ms_per_iteration']:10.2f} {d['symbolic_s']:11.2f} "
-                      f"{d['elimination_rounds']:>7}")
+                print(
+                    f"{s:>6} {d['segments']:>9} {d['ms_per_iteration']:10.2f} {d['symbolic_s']:11.2f} "
+                    f"{d['elimination_rounds']:>7}"
+                )
             if slopes[s] is not None:
-                print(f"{s:>6} log-log slope {slopes[s]:.3f} (target ≤ {TARGET_SLOPE}): {'met' if met[s] else 'NOT met'}")
+                print(
+                    f"{s:>6} log-log slope {slopes[s]:.3f} (target ≤ {TARGET_SLOPE}): {'met' if met[s] else 'NOT met'}"
+                )
     print(json.dumps(out))
 
 

@@ -70,6 +70,7 @@ and stands upright on step 1.
 to look at the motion. Starts, materials and contact settings measured and not used: docs/notes/slinky.md
 (the contact solver's alternatives: docs/notes/contacts.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,13 +124,23 @@ def arch_axis(u: np.ndarray, x0: float, x1: float, z0: float, z1: float, lift: f
     return pts, tan, nrm
 
 
-def stacked_arch_axis(n_pts: int, per_coil: int, pitch: float, trail: int, lead: int, x0: float, x1: float,
-                      z0: float, z1: float, lift: float):
+def stacked_arch_axis(
+    n_pts: int,
+    per_coil: int,
+    pitch: float,
+    trail: int,
+    lead: int,
+    x0: float,
+    x1: float,
+    z0: float,
+    z1: float,
+    lift: float,
+):
     """Axis of a walking Slinky's pose at every helix point: ``trail`` closed coils stacked up from (x0, z0)
     (the trailing end at the bottom), an arch rising ``lift`` [m] above the trailing stack's top and
     falling onto the leading stack, and ``lead`` closed coils stacked down to (x1, z1) (the leading end at
     the bottom). Returns points, unit tangents, unit in-plane normals (n_pts, 3) and the arch mask."""
-    c = np.arange(n_pts) / per_coil                                  # coil coordinate of each point
+    c = np.arange(n_pts) / per_coil  # coil coordinate of each point
     coils = (n_pts - 1) / per_coil
     top0, top1 = z0 + trail * pitch, z1 + lead * pitch
     u = np.clip((c - trail) / max(coils - trail - lead, 1e-9), 0.0, 1.0)
@@ -143,19 +154,57 @@ def stacked_arch_axis(n_pts: int, per_coil: int, pitch: float, trail: int, lead:
     return pts, tan, nrm, ~(low | high)
 
 
-def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_radius: float = 0.0015,
-        steps_count: int = 5, rise: float = 0.1, run_m: float = 0.15, seconds: float = 10.0, dt: float = 0.01,
-        iterations: int = 3, friction: float = 0.4, self_friction: float = 0.0, sweeps: int = 1, pre_sweeps: int = 0,
-        lift: float = 0.12, damping: float = 0.2, start: str = "hand", youngs_modulus: float = 3e9,
-        torsion_modulus: float = 1.1e9, density: float = 1200.0, max_colours: int = 32, response: str = "direct",
-        self_contacts: str = "points", margin=None, friction_compliance: float = 1e-4,
-        push_rate: float = 6.0, edge_gap: float = 0.005, direct_rounds: int = 8, neighbour_rows: bool = True,
-        direct_compliance: float = 1e-4, collider_compliance: float | None = None, grow_rounds: int = 24, trail_coils: int = 0, lead_coils: int = 0,
-        trail_x: float | None = 0.16, lead_x: float | None = 0.36, release_speed: float = 1.0,
-        rest_pitch: float = 1.02, hand_time: float = 0.6, hand_hold: float = 0.0, hand_x: float | None = None,
-        hand_clearance: float = 0.004, post_stabilise: bool = True, max_move_radii: float | None = 5.0,
-        post_velocity: bool = False, trace: float = 0.0, verbose: bool = False, frames_path: str | None = None,
-        frame_every: float = 0.05) -> dict:
+def run(
+    coils: int = 50,
+    per_coil: int = 10,
+    coil_radius: float = 0.035,
+    wire_radius: float = 0.0015,
+    steps_count: int = 5,
+    rise: float = 0.1,
+    run_m: float = 0.15,
+    seconds: float = 10.0,
+    dt: float = 0.01,
+    iterations: int = 3,
+    friction: float = 0.4,
+    self_friction: float = 0.0,
+    sweeps: int = 1,
+    pre_sweeps: int = 0,
+    lift: float = 0.12,
+    damping: float = 0.2,
+    start: str = "hand",
+    youngs_modulus: float = 3e9,
+    torsion_modulus: float = 1.1e9,
+    density: float = 1200.0,
+    max_colours: int = 32,
+    response: str = "direct",
+    self_contacts: str = "points",
+    margin=None,
+    friction_compliance: float = 1e-4,
+    push_rate: float = 6.0,
+    edge_gap: float = 0.005,
+    direct_rounds: int = 8,
+    neighbour_rows: bool = True,
+    direct_compliance: float = 1e-4,
+    collider_compliance: float | None = None,
+    grow_rounds: int = 24,
+    trail_coils: int = 0,
+    lead_coils: int = 0,
+    trail_x: float | None = 0.16,
+    lead_x: float | None = 0.36,
+    release_speed: float = 1.0,
+    rest_pitch: float = 1.02,
+    hand_time: float = 0.6,
+    hand_hold: float = 0.0,
+    hand_x: float | None = None,
+    hand_clearance: float = 0.004,
+    post_stabilise: bool = True,
+    max_move_radii: float | None = 5.0,
+    post_velocity: bool = False,
+    trace: float = 0.0,
+    verbose: bool = False,
+    frames_path: str | None = None,
+    frame_every: float = 0.05,
+) -> dict:
     """Simulate ``seconds`` of the scene described in the module docstring (lengths in m, times in s, moduli
     in Pa, compliances in m/N) and return its keys."""
     n_pts = coils * per_coil + 1
@@ -170,7 +219,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     rest = helix_along(rest_axis, z_hat, x_hat, coils, per_coil, coil_radius)
     centres, frames = segment_frames(rest, rest_axis)
     lengths = np.linalg.norm(np.diff(rest, axis=0), axis=1)
-    n_seg = n_pts - 1                           # the Slinky's segments; a "hand" start adds one after them
+    n_seg = n_pts - 1  # the Slinky's segments; a "hand" start adds one after them
     joints = np.arange(n_seg - 1)
     parent, child, radii = joints, joints + 1, np.full(n_seg, wire_radius)
     point_parent, point_child, pinned = None, None, None
@@ -181,29 +230,47 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         centres, frames = np.vstack((centres, centres[-1:])), np.vstack((frames, frames[-1:]))
         lengths, radii = np.append(lengths, lengths[-1]), np.append(radii, 1e-6)
         parent, child = np.append(parent, n_seg - 1), np.append(child, n_seg)
-        point_parent = np.zeros((n_seg, 3)); point_parent[:-1, 2] = 0.5 * lengths[:n_seg - 1]
-        point_child = np.zeros((n_seg, 3)); point_child[:-1, 2] = -0.5 * lengths[1:n_seg]
+        point_parent = np.zeros((n_seg, 3))
+        point_parent[:-1, 2] = 0.5 * lengths[: n_seg - 1]
+        point_child = np.zeros((n_seg, 3))
+        point_child[:-1, 2] = -0.5 * lengths[1:n_seg]
         pinned = np.arange(n_seg + 1) == n_seg
-    model = RodModel.from_arrays(centres, frames, lengths, radii, density, joint_parent=parent, joint_child=child,
-                                 joint_point_parent=point_parent, joint_point_child=point_child,
-                                 joint_radii=wire_radius, youngs_modulus=youngs_modulus,
-                                 torsion_modulus=torsion_modulus, pinned=pinned)
+    model = RodModel.from_arrays(
+        centres,
+        frames,
+        lengths,
+        radii,
+        density,
+        joint_parent=parent,
+        joint_child=child,
+        joint_point_parent=point_parent,
+        joint_point_child=point_child,
+        joint_radii=wire_radius,
+        youngs_modulus=youngs_modulus,
+        torsion_modulus=torsion_modulus,
+        pinned=pinned,
+    )
     # Initial pose: arched from the middle of the top step onto the middle of the next one.
     x0 = 0.5 * run_m if trail_x is None else trail_x
     x1 = 1.5 * run_m if lead_x is None else lead_x
-    axis, tan, nrm, in_arch = stacked_arch_axis(n_pts, per_coil, pitch, trail_coils, lead_coils, x0, x1,
-                                                wire_radius, -rise + wire_radius, lift)
+    axis, tan, nrm, in_arch = stacked_arch_axis(
+        n_pts, per_coil, pitch, trail_coils, lead_coils, x0, x1, wire_radius, -rise + wire_radius, lift
+    )
     arched_x, arched_q = segment_frames(helix_along(axis, tan, nrm, coils, per_coil, coil_radius), axis)
 
-    stairs = [Box((k * run_m + 0.5 * run_m if k < steps_count else 0.5 * (k * run_m + 4.0), 0.0, -k * rise - 1.0),
-                  (0.5 * run_m if k < steps_count else 0.5 * (4.0 - k * run_m), 1.0, 1.0)) for k in range(steps_count + 1)]
+    stairs = [
+        Box(
+            (k * run_m + 0.5 * run_m if k < steps_count else 0.5 * (k * run_m + 4.0), 0.0, -k * rise - 1.0),
+            (0.5 * run_m if k < steps_count else 0.5 * (4.0 - k * run_m), 1.0, 1.0),
+        )
+        for k in range(steps_count + 1)
+    ]
     floor_z = -steps_count * rise
     colliders = stairs + [Plane((0, 0, 1), floor_z - 1e-3)]
     kinematic = None
     # the closed stack standing at the origin: coils one pitch apart (pre-tensioned if rest_pitch < 1.02)
     stack_axis = np.stack((0 * u, 0 * u, u * pitch * coils), axis=1)
-    closed_x, closed_q = segment_frames(helix_along(stack_axis, z_hat, x_hat, coils, per_coil, coil_radius),
-                                        stack_axis)
+    closed_x, closed_q = segment_frames(helix_along(stack_axis, z_hat, x_hat, coils, per_coil, coil_radius), stack_axis)
     if hand:
         # The stack stands just behind the top step's edge; the hand turns the top coil over, up and
         # across to ``hand_clearance`` m above the next step (a half turn about +y through the midpoint of
@@ -224,6 +291,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             p = pivot + [c * rel[0] + s_ * rel[2], rel[1], -s_ * rel[0] + c * rel[2]]
             qy = np.array([np.cos(0.5 * th), 0.0, np.sin(0.5 * th), 0.0])
             return p[None], quat.multiply(qy[None], q0[None])
+
     sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, damping=damping, kinematic=kinematic)
     if hand:
         sim.positions[:], sim.orientations[:] = start_x, start_q
@@ -233,7 +301,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         # released by a hand: the arch's coils flow along the axis toward the leading stack [m/s]
         flow = 0.5 * (tan[1:] * in_arch[1:, None] + tan[:-1] * in_arch[:-1, None])
         sim.velocities[:] = release_speed * flow
-    elif start == "stack":                  # the closed stack standing on the middle of the top step
+    elif start == "stack":  # the closed stack standing on the middle of the top step
         sim.positions[:] = closed_x + [0.5 * run_m, 0.0, wire_radius * 1.01]
         sim.orientations[:] = closed_q
     else:
@@ -241,10 +309,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         # bottom coil (atan(pitch / coil diameter), ~1.2°), and is tipped over the edge like a hand starts
         # a Slinky: rigid rotation about the stack's front foot at ``push_rate`` [rad/s] about +y.
         tilt = np.arctan2(pitch, 2.0 * coil_radius)
-        spin = np.array([np.cos(0.5 * tilt), 0.0, np.sin(0.5 * tilt), 0.0])     # about +y: top toward +x
-        foot = np.array([coil_radius + wire_radius, 0.0, -wire_radius])          # front foot, stack frame
+        spin = np.array([np.cos(0.5 * tilt), 0.0, np.sin(0.5 * tilt), 0.0])  # about +y: top toward +x
+        foot = np.array([coil_radius + wire_radius, 0.0, -wire_radius])  # front foot, stack frame
         rel = quat.rotate(np.tile(spin, (model.n_segments, 1)), closed_x - foot)
-        base = np.array([run_m - edge_gap, 0.0, 0.0])                           # foot just behind the edge
+        base = np.array([run_m - edge_gap, 0.0, 0.0])  # foot just behind the edge
         sim.positions[:] = base + rel + [0.0, 0.0, 1e-6]
         sim.orientations[:] = quat.multiply(np.tile(spin, (model.n_segments, 1)), closed_q)
         omega = np.array([0.0, push_rate, 0.0])
@@ -255,15 +323,28 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     seg = np.arange(n_seg)
     pairs = np.concatenate([np.stack((seg, seg + per_coil + d), axis=1) for d in (-1, 0, 1)])
     pairs = pairs[pairs[:, 1] < n_seg] if neighbour_rows else None
-    contacts = Contacts(model, colliders, friction=friction, self_collision=np.arange(model.n_segments) < n_seg,
-                        self_friction=self_friction, self_pairs=pairs,
-                        sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours,
-                        response=response, self_contacts=self_contacts, margin=margin,
-                        friction_compliance=friction_compliance, direct_rounds=direct_rounds,
-                        direct_compliance=direct_compliance, direct_grow_rounds=grow_rounds,
-                        collider_compliance=collider_compliance, post_stabilise=post_stabilise,
-                        direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius,
-                        post_velocity=post_velocity)
+    contacts = Contacts(
+        model,
+        colliders,
+        friction=friction,
+        self_collision=np.arange(model.n_segments) < n_seg,
+        self_friction=self_friction,
+        self_pairs=pairs,
+        sweeps=sweeps,
+        pre_sweeps=pre_sweeps,
+        max_colours=max_colours,
+        response=response,
+        self_contacts=self_contacts,
+        margin=margin,
+        friction_compliance=friction_compliance,
+        direct_rounds=direct_rounds,
+        direct_compliance=direct_compliance,
+        direct_grow_rounds=grow_rounds,
+        collider_compliance=collider_compliance,
+        post_stabilise=post_stabilise,
+        direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius,
+        post_velocity=post_velocity,
+    )
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
     ends = [0, n_seg - 1]
@@ -273,7 +354,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
 
     n_steps = int(round(seconds / dt))
     worst = 0.0
-    worst_solved = 0.0                          # the deepest overlap the step's solves left (before post-stabilisation)
+    worst_solved = 0.0  # the deepest overlap the step's solves left (before post-stabilisation)
     times = []
     # which end leads (+x): the held one for a hand start (both ends start in the one stack)
     lead = 1.0 if hand else np.sign(sim.positions[n_seg - 1, 0] - sim.positions[0, 0])
@@ -281,7 +362,7 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
     flips = 0
     trail_step = []
     diverged_at = None
-    violated_at = None                          # first time an overlap exceeds the target, 0.1 wire radius
+    violated_at = None  # first time an overlap exceeds the target, 0.1 wire radius
     start_gaps = contacts.surface_gaps(sim)
     slinky_seg = np.arange(model.n_segments) < n_seg
 
@@ -292,8 +373,10 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         return sim.kinetic_energy(slinky_seg) + pe
 
     energy0 = mechanical_energy()
-    budget = sim.kinetic_energy(slinky_seg) + float(np.sum(model.masses[:n_seg])) * float(np.linalg.norm(sim.gravity)) * (start_height - floor_z)
-    energy_gain = 0.0                           # largest rise of kinetic + gravity energy over the start [J]
+    budget = sim.kinetic_energy(slinky_seg) + float(np.sum(model.masses[:n_seg])) * float(
+        np.linalg.norm(sim.gravity)
+    ) * (start_height - floor_z)
+    energy_gain = 0.0  # largest rise of kinetic + gravity energy over the start [J]
     energy_gain_at = None
     if trace:
         print(f"start gaps self {start_gaps[0] * 1e3:.3f} col {start_gaps[1] * 1e3:.3f} mm", flush=True)
@@ -301,12 +384,21 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
 
     def save_frames():
         # the Slinky's segment centres every ``frame_every`` s, with the stairs, to look at the motion
-        np.savez_compressed(frames_path, t_s=np.array(frame_t), centres_m=np.array(frame_x), rise_m=rise, run_m=run_m,
-                            steps=steps_count, wire_radius_m=wire_radius, coil_radius_m=coil_radius)
+        np.savez_compressed(
+            frames_path,
+            t_s=np.array(frame_t),
+            centres_m=np.array(frame_x),
+            rise_m=rise,
+            run_m=run_m,
+            steps=steps_count,
+            wire_radius_m=wire_radius,
+            coil_radius_m=coil_radius,
+        )
+
     every = max(int(round(frame_every / dt)), 1)
     for k in range(n_steps):
         if not released and sim.time >= hand_time + hand_hold - 1e-9:
-            sim.remove_joints([n_seg - 1])      # the hand's weld (the last tree joint)
+            sim.remove_joints([n_seg - 1])  # the hand's weld (the last tree joint)
             released = True
         t0 = time.perf_counter()
         sim.step()
@@ -329,20 +421,26 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
             frame_t.append(sim.time)
             frame_x.append(sim.positions[:n_seg].copy())
             if (k + 1) % (20 * every) == 0:
-                save_frames()                   # a run stopped early still leaves its frames
+                save_frames()  # a run stopped early still leaves its frames
         if verbose:
-            print(f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap*1e3:.4f} "
-                  f"col_gap {col_gap*1e3:.4f} mm  ms {times[-1]*1e3:.0f}  ends_x {ends_x}", flush=True)
+            print(
+                f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap * 1e3:.4f} "
+                f"col_gap {col_gap * 1e3:.4f} mm  ms {times[-1] * 1e3:.0f}  ends_x {ends_x}",
+                flush=True,
+            )
         if trace and round(sim.time / trace, 6) % 1 == 0:
             xc = sim.positions[:n_seg]
-            print(f"t {sim.time:.2f} com ({xc[:, 0].mean():.3f}, {xc[:, 2].mean():.3f}) trail ({xc[0, 0]:.3f}, "
-                  f"{xc[0, 2]:.3f}) lead ({xc[-1, 0]:.3f}, {xc[-1, 2]:.3f}) top z {xc[:, 2].max():.3f} "
-                  f"pen/r {worst / wire_radius:.2f} flips {flips} gain {gain * 1e3:.1f} mJ ms {times[-1] * 1e3:.0f}", flush=True)
+            print(
+                f"t {sim.time:.2f} com ({xc[:, 0].mean():.3f}, {xc[:, 2].mean():.3f}) trail ({xc[0, 0]:.3f}, "
+                f"{xc[0, 2]:.3f}) lead ({xc[-1, 0]:.3f}, {xc[-1, 2]:.3f}) top z {xc[:, 2].max():.3f} "
+                f"pen/r {worst / wire_radius:.2f} flips {flips} gain {gain * 1e3:.1f} mJ ms {times[-1] * 1e3:.0f}",
+                flush=True,
+            )
         # two capsules overlap by 2 r at most (axes crossing): past 1.5 r coils pass through each other;
         # energy made beyond the start's whole budget (kinetic + the fall to the floor) is a blow-up too
         if worst > 1.5 * wire_radius or energy_gain > budget:
             diverged_at = sim.time
-            trail_step.pop()                    # the exploded pose says nothing about the stairs
+            trail_step.pop()  # the exploded pose says nothing about the stairs
             break
     if frames_path:
         save_frames()
@@ -366,7 +464,9 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "contacts_last_step": contacts.n_contacts,
         "direct_rounds_cap": direct_rounds,
         "active_set_rounds_median": float(np.median([r for r, _ in contacts.solve_log])) if contacts.solve_log else 0.0,
-        "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log])) if contacts.solve_log else 0.0,
+        "unconverged_solves_share": float(np.mean([not c for _, c in contacts.solve_log]))
+        if contacts.solve_log
+        else 0.0,
         # kinetic + gravity energy can only fall; its largest rise over the start, and when [J, s]
         "max_energy_gain_J": energy_gain,
         "max_energy_gain_at_s": energy_gain_at,
@@ -376,32 +476,54 @@ def run(coils: int = 50, per_coil: int = 10, coil_radius: float = 0.035, wire_ra
         "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
         # solves whose normal active set never settled within the primal–dual rounds: no friction row
         # started sliding in them (rows sticking at the step's start stuck, whatever the force)
-        "friction_undecided_share": float(np.mean(np.asarray(contacts.friction_log) == 0)) if contacts.friction_log else 0.0,
+        "friction_undecided_share": float(np.mean(np.asarray(contacts.friction_log) == 0))
+        if contacts.friction_log
+        else 0.0,
         "target_met": bool(diverged_at is None and trail_step and trail_step[-1] >= 3 and worst <= 0.1 * wire_radius),
     }
 
 
 def main() -> None:
-    default = {k: v.default for k, v in inspect.signature(run).parameters.items()}   # one set of defaults
+    default = {k: v.default for k, v in inspect.signature(run).parameters.items()}  # one set of defaults
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--seconds", type=float, default=default["seconds"])
-    ap.add_argument("--rounds", type=int, default=default["direct_rounds"],
-                    help="active-set solves per direct solve at most")
+    ap.add_argument(
+        "--rounds", type=int, default=default["direct_rounds"], help="active-set solves per direct solve at most"
+    )
     ap.add_argument("--start", default=default["start"], choices=("arch", "push", "stack", "hand"))
-    ap.add_argument("--release-speed", type=float, default=default["release_speed"],
-                    help="m/s of the arch's coils at the start")
-    ap.add_argument("--no-post-stabilise", action="store_true",
-                    help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))")
-    ap.add_argument("--max-move-radii", type=float, default=default["max_move_radii"],
-                    help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit")
+    ap.add_argument(
+        "--release-speed", type=float, default=default["release_speed"], help="m/s of the arch's coils at the start"
+    )
+    ap.add_argument(
+        "--no-post-stabilise",
+        action="store_true",
+        help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))",
+    )
+    ap.add_argument(
+        "--max-move-radii",
+        type=float,
+        default=default["max_move_radii"],
+        help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit",
+    )
     ap.add_argument("--self-friction", type=float, default=default["self_friction"], help="Coulomb μ between coils")
-    ap.add_argument("--frames", default=None, metavar="NPZ",
-                    help="save the segment centres every 0.05 s (t_s, centres_m, and the stairs) to this .npz")
+    ap.add_argument(
+        "--frames",
+        default=None,
+        metavar="NPZ",
+        help="save the segment centres every 0.05 s (t_s, centres_m, and the stairs) to this .npz",
+    )
     args = ap.parse_args()
-    result = run(seconds=args.seconds, direct_rounds=args.rounds, start=args.start, release_speed=args.release_speed,
-                 post_stabilise=not args.no_post_stabilise, max_move_radii=args.max_move_radii or None,
-                 self_friction=args.self_friction, frames_path=args.frames)
+    result = run(
+        seconds=args.seconds,
+        direct_rounds=args.rounds,
+        start=args.start,
+        release_speed=args.release_speed,
+        post_stabilise=not args.no_post_stabilise,
+        max_move_radii=args.max_move_radii or None,
+        self_friction=args.self_friction,
+        frames_path=args.frames,
+    )
     if not args.json:
         for key, value in result.items():
             print(f"{key:32s} {value}")

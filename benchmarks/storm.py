@@ -30,6 +30,7 @@ iterations per step the same joints bend the same way: the geometry's physics, n
 
     python3 benchmarks/storm.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,23 +73,37 @@ def main() -> None:
     ap.add_argument("--rise", type=float, default=6.0, help="s from calm to the peak (and back)")
     ap.add_argument("--hold", type=float, default=4.0, help="s at the peak")
     ap.add_argument("--calm", type=float, default=10.0, help="s of calm after the storm")
-    ap.add_argument("--rupture-strain", type=float, default=RUPTURE_STRAIN,
-                    help="branch joints break past this bending strain (solver/core/fracture.py); 0: no fracture")
+    ap.add_argument(
+        "--rupture-strain",
+        type=float,
+        default=RUPTURE_STRAIN,
+        help="branch joints break past this bending strain (solver/core/fracture.py); 0: no fracture",
+    )
     args = ap.parse_args()
 
     model, _, leaves, _ = sapling_tree("white_birch", material("wood"), None if args.no_leaves else material("leaf"))
-    model = gravity_prestress(model)          # as the add-on does: the tree stands as modelled before the wind
+    model = gravity_prestress(model)  # as the add-on does: the tree stands as modelled before the wind
     t_peak0, t_peak1 = args.rise, args.rise + args.hold
     t_end = t_peak1 + args.rise
-    speed = lambda t: storm(t, 0.0, t_peak0, t_peak1, t_end, args.peak)   # noqa: E731
-    wind = WindField(speed, (1.0, 0.0, 0.0), profile="power", reference_height=10.0, ground_height=0.0,
-                     gust_intensity=0.2, gust_frequency=0.2, turbulence_intensity=0.15, turbulence_length=4.0, seed=0)
+    speed = lambda t: storm(t, 0.0, t_peak0, t_peak1, t_end, args.peak)  # noqa: E731
+    wind = WindField(
+        speed,
+        (1.0, 0.0, 0.0),
+        profile="power",
+        reference_height=10.0,
+        ground_height=0.0,
+        gust_intensity=0.2,
+        gust_frequency=0.2,
+        turbulence_intensity=0.15,
+        turbulence_length=4.0,
+        seed=0,
+    )
     sim = Simulator(model, dt=0.04, max_iterations=3, tolerance=1e-6)
     sim.force_fields.append(AerodynamicDrag(model, wind))
     frac = Fracture(args.rupture_strain) if args.rupture_strain > 0 else None
     if frac is not None:
         sim.post_step.append(frac)
-    att, n_broken = np.ones(model.n_segments, bool), 0      # segments still hanging on the root
+    att, n_broken = np.ones(model.n_segments, bool), 0  # segments still hanging on the root
     is_leaf_joint = np.isin(model.joint_child, leaves)
     r = model.joint_radii[:, 0]
     steps = int(round((t_end + args.calm) / sim.dt))
@@ -97,7 +112,7 @@ def main() -> None:
     ms, residuals = [], []
     max_speed = 0.0
     max_bend = np.zeros(model.n_joints)
-    max_elastic = np.zeros(model.n_joints)     # bending strain r|κ| against the stress-free rest (what breaks wood)
+    max_elastic = np.zeros(model.n_joints)  # bending strain r|κ| against the stress-free rest (what breaks wood)
     elastic = (frac or Fracture()).strain
     no_nan, failure = True, ""
     for k in range(steps):
@@ -110,13 +125,13 @@ def main() -> None:
             break
         ms.append(1e3 * (time.perf_counter() - t0))
         residuals.append(report.residual)
-        if frac is not None and len(frac.broken) != n_broken:    # broken twigs fall away: not the tree any more
+        if frac is not None and len(frac.broken) != n_broken:  # broken twigs fall away: not the tree any more
             att, n_broken = attached(sim.model), len(frac.broken)
         ke[k] = sim.kinetic_energy(att)
         max_speed = max(max_speed, float(np.max(np.linalg.norm(sim.velocities[att], axis=1))))
-        cur = sim.model.joint_input_index                        # the intact joints' original indices
+        cur = sim.model.joint_input_index  # the intact joints' original indices
         on_tree = att[sim.model.joint_parent] & att[sim.model.joint_child]
-        cur, bend = cur[on_tree], joint_bend(sim)[on_tree]       # joints of the tree (not of fallen twigs)
+        cur, bend = cur[on_tree], joint_bend(sim)[on_tree]  # joints of the tree (not of fallen twigs)
         max_bend[cur] = np.maximum(max_bend[cur], bend)
         el = elastic(sim)
         max_elastic[cur] = np.maximum(max_elastic[cur], el[on_tree])
@@ -127,12 +142,12 @@ def main() -> None:
     broken = np.array([j for _, j in frac.broken], dtype=np.int64) if frac is not None else np.zeros(0, np.int64)
     intact = np.ones(model.n_joints, bool)
     intact[broken] = False
-    branch = ~is_leaf_joint & intact                 # bends of the joints that held
-    strain = r[branch] * max_bend[branch] / model.joint_lengths[branch]    # bending strain r κ, κ = θ / l
+    branch = ~is_leaf_joint & intact  # bends of the joints that held
+    strain = r[branch] * max_bend[branch] / model.joint_lengths[branch]  # bending strain r κ, κ = θ / l
     folded = np.flatnonzero(branch & (max_bend > 0.5 * math.pi))
     is_leaf = np.zeros((model.n_segments, 1))
     is_leaf[leaves] = 1.0
-    carried = beyond_joints(model, is_leaf)[0][:, 0]     # leaves beyond each joint
+    carried = beyond_joints(model, is_leaf)[0][:, 0]  # leaves beyond each joint
     result = {
         "segments": model.n_segments,
         "leaves": int(leaves.size),
@@ -171,7 +186,9 @@ def main() -> None:
         "residual_median": float(np.median(residuals)) if residuals else float("nan"),
         "residual_max": float(np.max(residuals)) if residuals else float("nan"),
     }
-    result["target_met"] = bool(no_nan and result["ke_ratio_after_10s"] < 0.01 and math.isfinite(result["max_bend_deg"]))
+    result["target_met"] = bool(
+        no_nan and result["ke_ratio_after_10s"] < 0.01 and math.isfinite(result["max_bend_deg"])
+    )
     if not args.json:
         for k, v in result.items():
             print(f"{k:>28}: {v}")

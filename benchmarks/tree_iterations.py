@@ -14,6 +14,7 @@ gravity, Δt = 40 ms as in the paper's tree scenes.
 
     python3 benchmarks/tree_iterations.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,18 +40,31 @@ DT = 0.04
 
 def leafy_birch(preset: str = "white_birch"):
     tree = load(preset)
-    model, branch_map = tree_from_branches(tree["branches"], parents=tree["parents"],
-                                           youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0)
-    model, leaves = attach_leaves(model, branch_map, stem=tree["leaf_stem"], axis=tree["leaf_axis"],
-                                  normal=tree["leaf_normal"], length=tree["leaf_length"],
-                                  width=tree["leaf_width"], parent=tree["leaf_parent"])
+    model, branch_map = tree_from_branches(
+        tree["branches"], parents=tree["parents"], youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0
+    )
+    model, leaves = attach_leaves(
+        model,
+        branch_map,
+        stem=tree["leaf_stem"],
+        axis=tree["leaf_axis"],
+        normal=tree["leaf_normal"],
+        length=tree["leaf_length"],
+        width=tree["leaf_width"],
+        parent=tree["leaf_parent"],
+    )
     return model, leaves.size
 
 
 def simulator(model, steps: int, peak_speed: float, **kw) -> Simulator:
     """Wind rising smoothly from calm to ``peak_speed`` [m/s] over the run, 20 % turbulence."""
-    wind = WindField(speed=lambda t: storm(t, 0.0, steps * DT, 1e9, 1e9, peak_speed), direction=(1.0, 0.3, 0.0),
-                     turbulence_intensity=0.2, turbulence_length=2.0, seed=1)
+    wind = WindField(
+        speed=lambda t: storm(t, 0.0, steps * DT, 1e9, 1e9, peak_speed),
+        direction=(1.0, 0.3, 0.0),
+        turbulence_intensity=0.2,
+        turbulence_length=2.0,
+        seed=1,
+    )
     sim = Simulator(model, dt=DT, **kw)
     sim.force_fields.append(AerodynamicDrag(model, wind))
     return sim
@@ -62,13 +76,24 @@ def kkt_run(model, steps: int, eta: float, cap: int, peak_speed: float, keep_sta
     t0 = time.perf_counter()
     for _ in range(steps):
         if keep_states:
-            states.append((sim.positions.copy(), sim.orientations.copy(), sim.velocities.copy(),
-                           sim.angular_velocities.copy(), sim.time))
+            states.append(
+                (
+                    sim.positions.copy(),
+                    sim.orientations.copy(),
+                    sim.velocities.copy(),
+                    sim.angular_velocities.copy(),
+                    sim.time,
+                )
+            )
         report = sim.step()
         its.append(report.iterations)
     wall = time.perf_counter() - t0
-    return dict(mean=float(np.mean(its)), max=int(np.max(its)), ms_per_step=1e3 * wall / steps,
-                final_residual=float(report.residual)), states
+    return dict(
+        mean=float(np.mean(its)),
+        max=int(np.max(its)),
+        ms_per_step=1e3 * wall / steps,
+        final_residual=float(report.residual),
+    ), states
 
 
 def gs_sample(model, state, steps: int, cap: int, peak_speed: float):
@@ -76,7 +101,12 @@ def gs_sample(model, state, steps: int, cap: int, peak_speed: float):
     within the cap), the residual at the cap, and seconds per sweep."""
     sim = simulator(model, steps, peak_speed, solver="gs", tolerance=0.0, max_iterations=cap)
     sim.positions, sim.orientations, sim.velocities, sim.angular_velocities, sim.time = (
-        state[0].copy(), state[1].copy(), state[2].copy(), state[3].copy(), state[4])
+        state[0].copy(),
+        state[1].copy(),
+        state[2].copy(),
+        state[3].copy(),
+        state[4],
+    )
     sim.begin_step()
     first = {eta: None for eta in THRESHOLDS}
     residual = sim.residual()
@@ -103,30 +133,44 @@ def main() -> None:
     args = ap.parse_args()
 
     model, n_leaves = leafy_birch(args.preset)
-    out = dict(preset=args.preset, segments=model.n_segments, leaves=n_leaves, joints=model.n_joints,
-               dt_s=DT, steps=args.steps, peak_wind_m_s=args.peak_wind, kkt_cap=args.kkt_cap, gs_cap=args.gs_cap)
+    out = dict(
+        preset=args.preset,
+        segments=model.n_segments,
+        leaves=n_leaves,
+        joints=model.n_joints,
+        dt_s=DT,
+        steps=args.steps,
+        peak_wind_m_s=args.peak_wind,
+        kkt_cap=args.kkt_cap,
+        gs_cap=args.gs_cap,
+    )
     kkt = {}
     states = None
     for eta in THRESHOLDS:
-        kkt[f"{eta:g}"], s = kkt_run(model, args.steps, eta, args.kkt_cap, args.peak_wind,
-                                     keep_states=eta == THRESHOLDS[-1])
+        kkt[f"{eta:g}"], s = kkt_run(
+            model, args.steps, eta, args.kkt_cap, args.peak_wind, keep_states=eta == THRESHOLDS[-1]
+        )
         states = s or states
         if not args.json:
             print(f"KKT/GS η = {eta:g}: {kkt[f'{eta:g}']}", flush=True)
     out["kkt_gs"] = kkt
     out["kkt_mean_iterations"] = {k: v["mean"] for k, v in kkt.items()}
 
-    picks = list(range(args.gs_every - 1, args.steps, args.gs_every))   # loaded states, not the start at rest
+    picks = list(range(args.gs_every - 1, args.steps, args.gs_every))  # loaded states, not the start at rest
     samples = []
     for i in picks:
         first, residual, sec = gs_sample(model, states[i], args.steps, args.gs_cap, args.peak_wind)
         samples.append((first, residual, sec))
         if not args.json:
-            print(f"GS from step {i}: first sweep reaching η {first}, residual at stop {residual:.3g}, "
-                  f"{1e3 * sec:.0f} ms/sweep", flush=True)
+            print(
+                f"GS from step {i}: first sweep reaching η {first}, residual at stop {residual:.3g}, "
+                f"{1e3 * sec:.0f} ms/sweep",
+                flush=True,
+            )
     out["gs_sampled_steps"] = picks
-    out["gs_mean_iterations"] = {f"{eta:g}": float(np.mean([s[0][eta] or args.gs_cap for s in samples]))
-                                 for eta in THRESHOLDS}
+    out["gs_mean_iterations"] = {
+        f"{eta:g}": float(np.mean([s[0][eta] or args.gs_cap for s in samples])) for eta in THRESHOLDS
+    }
     out["gs_reached"] = {f"{eta:g}": int(sum(s[0][eta] is not None for s in samples)) for eta in THRESHOLDS}
     out["gs_residual_at_cap"] = [float(s[1]) for s in samples]
     out["gs_ms_per_sweep"] = float(1e3 * np.median([s[2] for s in samples]))

@@ -28,6 +28,7 @@ Reference values:
 
     python3 benchmarks/tree_sway.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,26 +50,32 @@ from solver.air.drag import AerodynamicDrag  # noqa: E402
 from solver.build.materials import material  # noqa: E402
 from solver.air.wind import WindField  # noqa: E402
 
-BREAST_HEIGHT = 1.3                     # m
+BREAST_HEIGHT = 1.3  # m
 MATERIAL_OF = {"quaking_aspen": "wood", "small_pine": "pine", "white_birch": "birch", "weeping_willow": "willow"}
-CANTILEVER = 1.875104**2 / (8.0 * math.pi)   # f = CANTILEVER · √(E/ρ) · DBH / H²
-REST_STEPS = 200                        # kinetic-damping steps (Δt = 0.5 s) at most per rest pose
+CANTILEVER = 1.875104**2 / (8.0 * math.pi)  # f = CANTILEVER · √(E/ρ) · DBH / H²
+REST_STEPS = 200  # kinetic-damping steps (Δt = 0.5 s) at most per rest pose
 
 
 def build(name: str, with_leaves: bool):
     """``name``: a Sapling preset, or ``preset@s`` for the same tree scaled by s."""
     preset, _, scale = name.partition("@")
     mat = material(MATERIAL_OF.get(preset, "wood"))
-    model, branch_map, leaf_segments, data = sapling_tree(preset, mat, material("leaf") if with_leaves else None,
-                                                          float(scale or 1.0))
+    model, branch_map, leaf_segments, data = sapling_tree(
+        preset, mat, material("leaf") if with_leaves else None, float(scale or 1.0)
+    )
     leaves = int(leaf_segments.size)
     trunk_pts, trunk_r = data["branches"][0]
     height = float(max(p[:, 2].max() for p, _ in data["branches"]) - trunk_pts[0, 2])
     along = np.concatenate(([0.0], np.cumsum(np.linalg.norm(np.diff(trunk_pts, axis=0), axis=1))))
     dbh = 2.0 * float(np.interp(BREAST_HEIGHT, along, trunk_r))
-    info = dict(height_m=height, trunk_height_m=float(trunk_pts[-1, 2] - trunk_pts[0, 2]), dbh_m=dbh,
-                leaves=leaves, segments=model.n_segments,
-                f_tapered_trunk_hz=tapered_trunk_frequency(model, branch_map, trunk_pts, trunk_r, mat))
+    info = dict(
+        height_m=height,
+        trunk_height_m=float(trunk_pts[-1, 2] - trunk_pts[0, 2]),
+        dbh_m=dbh,
+        leaves=leaves,
+        segments=model.n_segments,
+        f_tapered_trunk_hz=tapered_trunk_frequency(model, branch_map, trunk_pts, trunk_r, mat),
+    )
     return model, np.asarray(branch_map.span_segment[0]), mat, info
 
 
@@ -88,10 +95,31 @@ def tapered_trunk_frequency(model, branch_map, trunk_points, trunk_radii, mat, r
         re = 0.5 * (r[e] + r[e + 1])
         ei = mat.youngs_modulus * math.pi * re**4 / 4.0
         rho_a = mat.density * math.pi * re**2
-        ke = ei / h**3 * np.array([[12, 6 * h, -12, 6 * h], [6 * h, 4 * h * h, -6 * h, 2 * h * h],
-                                   [-12, -6 * h, 12, -6 * h], [6 * h, 2 * h * h, -6 * h, 4 * h * h]])
-        me = rho_a * h / 420.0 * np.array([[156, 22 * h, 54, -13 * h], [22 * h, 4 * h * h, 13 * h, -3 * h * h],
-                                           [54, 13 * h, 156, -22 * h], [-13 * h, -3 * h * h, -22 * h, 4 * h * h]])
+        ke = (
+            ei
+            / h**3
+            * np.array(
+                [
+                    [12, 6 * h, -12, 6 * h],
+                    [6 * h, 4 * h * h, -6 * h, 2 * h * h],
+                    [-12, -6 * h, 12, -6 * h],
+                    [6 * h, 2 * h * h, -6 * h, 4 * h * h],
+                ]
+            )
+        )
+        me = (
+            rho_a
+            * h
+            / 420.0
+            * np.array(
+                [
+                    [156, 22 * h, 54, -13 * h],
+                    [22 * h, 4 * h * h, 13 * h, -3 * h * h],
+                    [54, 13 * h, 156, -22 * h],
+                    [-13 * h, -3 * h * h, -22 * h, 4 * h * h],
+                ]
+            )
+        )
         idx = np.arange(2 * e, 2 * e + 4)
         k_glob[np.ix_(idx, idx)] += ke
         m_glob[np.ix_(idx, idx)] += me
@@ -99,7 +127,7 @@ def tapered_trunk_frequency(model, branch_map, trunk_points, trunk_radii, mat, r
     # outside the branches) at the trunk node of their height
     n_branch = len(branch_map.span_segment)
     junction = np.full(n_branch, -1)
-    for b in range(1, n_branch):                         # once per branch: follow parents down to the trunk
+    for b in range(1, n_branch):  # once per branch: follow parents down to the trunk
         a = b
         while branch_map.branch_parent[a] is not None and branch_map.branch_parent[a][0] != 0:
             a = branch_map.branch_parent[a][0]
@@ -116,7 +144,8 @@ def tapered_trunk_frequency(model, branch_map, trunk_points, trunk_radii, mat, r
     nodes = np.clip(np.round(at_s / s[-1] * (n - 1)).astype(int), 0, n - 1)
     np.add.at(m_glob, (2 * nodes, 2 * nodes), model.masses[np.concatenate((crown, leaves))])
     from scipy.linalg import eigh
-    free = slice(2, None)                                # clamp: w = θ = 0 at the base
+
+    free = slice(2, None)  # clamp: w = θ = 0 at the base
     w2 = eigh(k_glob[free, free], m_glob[free, free], eigvals_only=True, subset_by_index=[0, 0])[0]
     return math.sqrt(w2) / (2.0 * math.pi)
 
@@ -151,8 +180,14 @@ def pulled_rest(model, seg: int, height: float):
     pull = trial * 0.01 * height / (sim.positions[seg, 0] - x_gravity)
     sim.forces[seg] = [pull, 0.0, 0.0]
     steps.append(kinetic_damping(sim, tol=1e-6, max_steps=REST_STEPS))
-    return (sim.positions.copy(), sim.orientations.copy(), pull, float(sim.positions[seg, 0] - x_gravity),
-            sum(steps), max(steps) < REST_STEPS)
+    return (
+        sim.positions.copy(),
+        sim.orientations.copy(),
+        pull,
+        float(sim.positions[seg, 0] - x_gravity),
+        sum(steps),
+        max(steps) < REST_STEPS,
+    )
 
 
 def free_decay(model, pose, seg: int, dt: float, seconds: float, drag: bool):
@@ -173,10 +208,16 @@ def free_decay(model, pose, seg: int, dt: float, seconds: float, drag: bool):
 def measure(name: str, with_leaves: bool, steps_per_period: int, cycles: float) -> dict:
     model, trunk, mat, info = build(name, with_leaves)
     height = info["height_m"]
-    coefficient = CANTILEVER * math.sqrt(mat.youngs_modulus / mat.density)          # m/s
+    coefficient = CANTILEVER * math.sqrt(mat.youngs_modulus / mat.density)  # m/s
     estimate = coefficient * info["dbh_m"] / info["trunk_height_m"] ** 2
-    out = dict(tree=name, material=mat.name, **info, cantilever_coefficient_m_per_s=coefficient,
-               f_estimate_hz=estimate, f_estimate_tree_height_hz=coefficient * info["dbh_m"] / height**2)
+    out = dict(
+        tree=name,
+        material=mat.name,
+        **info,
+        cantilever_coefficient_m_per_s=coefficient,
+        f_estimate_hz=estimate,
+        f_estimate_tree_height_hz=coefficient * info["dbh_m"] / height**2,
+    )
     # Δt resolves the period with ≥ steps_per_period steps up to f = 1.5 × the estimate
     dt = 1.0 / (1.5 * estimate * steps_per_period)
     base_z = model.positions[trunk[0], 2] - 0.5 * model.lengths[trunk[0]]
@@ -202,11 +243,19 @@ def measure(name: str, with_leaves: bool, steps_per_period: int, cycles: float) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
-    ap.add_argument("--trees", nargs="+", default=["small_pine", "small_pine@2", "quaking_aspen", "white_birch"],
-                    help="Sapling presets; preset@s is the preset scaled by s (weeping_willow: its thin weeping "
-                         "branches do not come to rest under gravity, so it has no rest pose to pluck from)")
-    ap.add_argument("--leaves", nargs="*", default=["quaking_aspen"],
-                    help="trees simulated with their leaves as plate segments (needs tree_builder.attach_leaves)")
+    ap.add_argument(
+        "--trees",
+        nargs="+",
+        default=["small_pine", "small_pine@2", "quaking_aspen", "white_birch"],
+        help="Sapling presets; preset@s is the preset scaled by s (weeping_willow: its thin weeping "
+        "branches do not come to rest under gravity, so it has no rest pose to pluck from)",
+    )
+    ap.add_argument(
+        "--leaves",
+        nargs="*",
+        default=["quaking_aspen"],
+        help="trees simulated with their leaves as plate segments (needs tree_builder.attach_leaves)",
+    )
     ap.add_argument("--steps-per-period", type=int, default=100, help="Δt = T_guess / this")
     ap.add_argument("--cycles", type=float, default=4.0, help="free-decay length in estimated periods")
     args = ap.parse_args()
@@ -220,7 +269,7 @@ def main() -> None:
     result = {
         "trees": trees,
         "cantilever_estimate": "f = 1.875²/(8π) · √(E/ρ) · DBH/H², H the trunk's height (uniform clamped cantilever; "
-                               "Moore & Maguire 2004: f ∝ DBH/H²)",
+        "Moore & Maguire 2004: f ∝ DBH/H²)",
         "damping_field_data": "de-branched stems 0.01–0.08, crowned trees 0.08 to near-critical (Moore & Maguire 2004)",
         "all_targets_met": bool(all(r["f1_target_met"] and r["zeta_target_met"] for r in trees)),
     }

@@ -33,11 +33,12 @@ change the motion).
     python3 benchmarks/vs_reference.py --json                # all scenes; last stdout line: one JSON object
     python3 benchmarks/vs_reference.py --scenes cantilever chain_100 --json
 """
+
 from __future__ import annotations
 
 import os
 
-os.environ["OMP_NUM_THREADS"] = "1"       # before numpy / pypbd load their thread pools
+os.environ["OMP_NUM_THREADS"] = "1"  # before numpy / pypbd load their thread pools
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -60,13 +61,19 @@ from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa:
 
 GRAVITY = (0.0, -9.81, 0.0)
 WOOD = dict(youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0)
-Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])   # (x, y, z) → (x, z, −y)
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # (x, y, z) → (x, z, −y)
 # our body frame → the reference's (rod axis +z → +y): turn by +90° about x
 TO_REFERENCE = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])
-UNIT_CUBE_OBJ = "\n".join(
-    [f"v {x} {y} {z}" for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)]
-    + [f"f {a} {b} {c}\nf {a} {c} {d}" for a, b, c, d in
-       ((1, 3, 4, 2), (5, 6, 8, 7), (1, 2, 6, 5), (3, 7, 8, 4), (1, 5, 7, 3), (2, 4, 8, 6))]) + "\n"
+UNIT_CUBE_OBJ = (
+    "\n".join(
+        [f"v {x} {y} {z}" for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)]
+        + [
+            f"f {a} {b} {c}\nf {a} {c} {d}"
+            for a, b, c, d in ((1, 3, 4, 2), (5, 6, 8, 7), (1, 2, 6, 5), (3, 7, 8, 4), (1, 5, 7, 3), (2, 4, 8, 6))
+        ]
+    )
+    + "\n"
+)
 TREE_PRESETS = ("quaking_aspen", "small_pine", "white_birch")
 
 
@@ -77,8 +84,9 @@ def log(*args) -> None:
 # ---------------------------------------------------------------------------------------------- scenes
 def rod_scene(n: int, length: float, radius: float, youngs_modulus: float):
     """A clamped horizontal rod along +x (segment 0 is the pinned clamp); probe: the free tip."""
-    model = cantilever(n, length=length, radius=radius, youngs_modulus=youngs_modulus,
-                       torsion_modulus=youngs_modulus / 2.6)
+    model = cantilever(
+        n, length=length, radius=radius, youngs_modulus=youngs_modulus, torsion_modulus=youngs_modulus / 2.6
+    )
     tip = model.n_segments - 1
     return model, np.array([tip]), np.array([[0.0, 0.0, 0.5 * model.lengths[tip]]])
 
@@ -86,15 +94,22 @@ def rod_scene(n: int, length: float, radius: float, youngs_modulus: float):
 def tree_scene(preset: str, leaves: bool):
     """A Sapling tree, y-up, wood; probes: the tip of every branch's last span."""
     import sapling_data
+
     data = sapling_data.load(preset)
     branches = [(p @ Z_UP_TO_Y_UP.T, r) for p, r in data["branches"]]
     model, branch_map = tree_from_branches(branches, parents=data["parents"], **WOOD)
     ends = np.array([s[-1] for s in branch_map.span_segment])
     if leaves:
-        model, _ = attach_leaves(model, branch_map, stem=data["leaf_stem"] @ Z_UP_TO_Y_UP.T,
-                                 axis=data["leaf_axis"] @ Z_UP_TO_Y_UP.T,
-                                 normal=data["leaf_normal"] @ Z_UP_TO_Y_UP.T, length=data["leaf_length"],
-                                 width=data["leaf_width"], parent=data["leaf_parent"])
+        model, _ = attach_leaves(
+            model,
+            branch_map,
+            stem=data["leaf_stem"] @ Z_UP_TO_Y_UP.T,
+            axis=data["leaf_axis"] @ Z_UP_TO_Y_UP.T,
+            normal=data["leaf_normal"] @ Z_UP_TO_Y_UP.T,
+            length=data["leaf_length"],
+            width=data["leaf_width"],
+            parent=data["leaf_parent"],
+        )
         model = circular_leaf_stems(model)
     probes = np.zeros((ends.size, 3))
     probes[:, 2] = 0.5 * model.lengths[ends]
@@ -131,7 +146,9 @@ class Reference:
         try:
             import pypbd as pbd
         except ImportError:
-            raise SystemExit("the reference needs pypbd: python3 -m pip install -r benchmarks/requirements.txt") from None
+            raise SystemExit(
+                "the reference needs pypbd: python3 -m pip install -r benchmarks/requirements.txt"
+            ) from None
         self.pbd = pbd
         if int(model.pinned.sum()) != 1:
             raise ValueError(f"the reference needs exactly one static segment, the scene has {int(model.pinned.sum())}")
@@ -151,19 +168,32 @@ class Reference:
         vd, mesh = pbd.OBJLoader.loadObjToMesh(str(cube), [1.0, 1.0, 1.0])
         q = quat.multiply(model.orientations, TO_REFERENCE)
         xyzw = np.concatenate((q[:, 1:], q[:, :1]), axis=1)
-        inertia = model.inertia[:, [0, 2, 1]]                 # reference axes: (our x, our z, −our y)
+        inertia = model.inertia[:, [0, 2, 1]]  # reference axes: (our x, our z, −our y)
         for i in range(model.n_segments):
-            rb = self.model.addRigidBody(1.0, vd, mesh, model.positions[i], np.eye(3), [1.0, 1.0, 1.0], False,
-                                         False, np.array([2, 2, 2], dtype=np.uint32))
+            rb = self.model.addRigidBody(
+                1.0,
+                vd,
+                mesh,
+                model.positions[i],
+                np.eye(3),
+                [1.0, 1.0, 1.0],
+                False,
+                False,
+                np.array([2, 2, 2], dtype=np.uint32),
+            )
             rb.initBody(float(model.masses[i]), model.positions[i], inertia[i], xyzw[i], vd, mesh, [1.0, 1.0, 1.0])
             if model.pinned[i]:
                 rb.setMass(0.0)
         jp = model.joint_parent
         points = model.positions[jp] + quat.rotate(model.orientations[jp], model.joint_point_parent)
         ok = self.model.addDirectPositionBasedSolverForStiffRodsConstraint(
-            [(int(a), int(b)) for a, b in zip(jp, model.joint_child)], list(points),
-            model.joint_radii[:, 0].tolist(), model.joint_lengths.tolist(), model.youngs_modulus.tolist(),
-            model.torsion_modulus.tolist())
+            [(int(a), int(b)) for a, b in zip(jp, model.joint_child)],
+            list(points),
+            model.joint_radii[:, 0].tolist(),
+            model.joint_lengths.tolist(),
+            model.youngs_modulus.tolist(),
+            model.torsion_modulus.tolist(),
+        )
         if not ok:
             raise RuntimeError("pypbd rejected the rod constraint")
         self.bodies = self.model.getRigidBodies()
@@ -177,7 +207,9 @@ class Reference:
         for k, (s, p) in enumerate(zip(segments.tolist(), local)):
             rb = self.bodies[s]
             x, y, z, w = rb.getRotation()
-            out[k] = np.asarray(rb.getPosition()) + quat.rotate(np.array([w, x, y, z]), quat.rotate_inverse(TO_REFERENCE, p))
+            out[k] = np.asarray(rb.getPosition()) + quat.rotate(
+                np.array([w, x, y, z]), quat.rotate_inverse(TO_REFERENCE, p)
+            )
         return out
 
 
@@ -187,7 +219,7 @@ def compare(name: str, dt: float, iterations: int, duration: float, mesh_dir: Pa
     model, probe_seg, probe_local = scene(name)
     ours = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, gravity=GRAVITY)
     twin = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, gravity=GRAVITY)
-    twin._joint_eval = JointEvaluator(model, strain="eq23")        # Eq. 23 literally, as the reference
+    twin._joint_eval = JointEvaluator(model, strain="eq23")  # Eq. 23 literally, as the reference
     rest = ours.segment_points(probe_local, probe_seg)
     ref = Reference(model, dt, iterations, mesh_dir)
     log(f"{name}: {model.n_segments} segments, built in {time.perf_counter() - t0:.1f} s")
@@ -197,7 +229,7 @@ def compare(name: str, dt: float, iterations: int, duration: float, mesh_dir: Pa
     clock = time.process_time
     for k in range(steps):
         twin.step()
-        for who in ((0, 1) if k % 2 == 0 else (1, 0)):
+        for who in (0, 1) if k % 2 == 0 else (1, 0):
             t = clock()
             if who == 0:
                 report = ours.step()
@@ -213,25 +245,35 @@ def compare(name: str, dt: float, iterations: int, duration: float, mesh_dir: Pa
     deflection = float(np.max(np.linalg.norm(x_ours - rest, axis=1)))
     difference = float(np.max(np.linalg.norm(x_twin - x_ref, axis=1)))
     difference_default = float(np.max(np.linalg.norm(x_ours - x_ref, axis=1)))
-    out = {"segments": model.n_segments, "joints": model.n_joints, "steps": steps,
-           "ours_ms_per_iteration": 1e3 * float(np.median(a)) / iterations,
-           "ref_ms_per_iteration": 1e3 * float(np.median(b)) / iterations,
-           "ratio": float(np.median(a / b)),
-           "ours_ms_per_step": 1e3 * float(np.median(a)), "ref_ms_per_step": 1e3 * float(np.median(b)),
-           "ours_residual_max": float(np.max(residuals[warmup:])),
-           "probes": int(probe_seg.size), "deflection_m": deflection, "difference_m": difference,
-           "difference_rel": difference / deflection if deflection > 0 else None,
-           "difference_rel_default_strain": difference_default / deflection if deflection > 0 else None,
-           "first_step_ms": {"ours": 1e3 * t_ours[0], "ref": 1e3 * t_ref[0]}}
-    log(f"{name}: ours {out['ours_ms_per_iteration']:.2f} ms/it, ref {out['ref_ms_per_iteration']:.2f} ms/it, "
+    out = {
+        "segments": model.n_segments,
+        "joints": model.n_joints,
+        "steps": steps,
+        "ours_ms_per_iteration": 1e3 * float(np.median(a)) / iterations,
+        "ref_ms_per_iteration": 1e3 * float(np.median(b)) / iterations,
+        "ratio": float(np.median(a / b)),
+        "ours_ms_per_step": 1e3 * float(np.median(a)),
+        "ref_ms_per_step": 1e3 * float(np.median(b)),
+        "ours_residual_max": float(np.max(residuals[warmup:])),
+        "probes": int(probe_seg.size),
+        "deflection_m": deflection,
+        "difference_m": difference,
+        "difference_rel": difference / deflection if deflection > 0 else None,
+        "difference_rel_default_strain": difference_default / deflection if deflection > 0 else None,
+        "first_step_ms": {"ours": 1e3 * t_ours[0], "ref": 1e3 * t_ref[0]},
+    }
+    log(
+        f"{name}: ours {out['ours_ms_per_iteration']:.2f} ms/it, ref {out['ref_ms_per_iteration']:.2f} ms/it, "
         f"ratio {out['ratio']:.2f}; residual ≤ {out['ours_residual_max']:.1e}; 2 s: deflection "
         f"{deflection:.4g} m, difference {difference:.3g} m ({100 * out['difference_rel']:.2f} %; shipped strain "
-        f"{100 * out['difference_rel_default_strain']:.1f} %)")
+        f"{100 * out['difference_rel_default_strain']:.1f} %)"
+    )
     return out
 
 
-SCENES = (["cantilever"] + [f"chain_{n}" for n in (100, 200, 400, 800, 1600)] + list(TREE_PRESETS)
-          + ["white_birch_leaves"])
+SCENES = (
+    ["cantilever"] + [f"chain_{n}" for n in (100, 200, 400, 800, 1600)] + list(TREE_PRESETS) + ["white_birch_leaves"]
+)
 
 
 def main() -> None:
@@ -252,28 +294,50 @@ def main() -> None:
     leafy = results.get("white_birch_leaves")
     targets = {
         "trees_ge_5000_ratio_le_1": {"ratios": big, "met": bool(big) and all(r <= 1.0 for r in big.values())},
-        "leafy_birch_ms_per_step_le_50_residual_le_1e-6": None if leafy is None else {
-            "segments": leafy["segments"], "ms_per_step": leafy["ours_ms_per_step"],
+        "leafy_birch_ms_per_step_le_50_residual_le_1e-6": None
+        if leafy is None
+        else {
+            "segments": leafy["segments"],
+            "ms_per_step": leafy["ours_ms_per_step"],
             "residual_max": leafy["ours_residual_max"],
-            "met": leafy["segments"] >= 20000 and leafy["ours_ms_per_step"] <= 50.0 and leafy["ours_residual_max"] <= 1e-6},
-        "rod_50_ms_per_step_le_1": None if "cantilever" not in results else {
+            "met": leafy["segments"] >= 20000
+            and leafy["ours_ms_per_step"] <= 50.0
+            and leafy["ours_residual_max"] <= 1e-6,
+        },
+        "rod_50_ms_per_step_le_1": None
+        if "cantilever" not in results
+        else {
             "ms_per_step": results["cantilever"]["ours_ms_per_step"],
-            "met": results["cantilever"]["ours_ms_per_step"] <= 1.0},
+            "met": results["cantilever"]["ours_ms_per_step"] <= 1.0,
+        },
         "positions_difference_rel_le_0.01": {
             "per_scene": {k: v["difference_rel"] for k, v in results.items()},
-            "met": all(v["difference_rel"] is not None and v["difference_rel"] <= 0.01 for v in results.values())},
+            "met": all(v["difference_rel"] is not None and v["difference_rel"] <= 0.01 for v in results.values()),
+        },
     }
-    out = {"benchmark": "vs_reference", "reference": "pypbd 2.2.2 DirectPositionBasedSolverForStiffRodsConstraint",
-           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "dt_s": args.dt, "iterations": args.iterations,
-           "duration_s": args.duration, "timing": "process CPU time per step, median; ratio = median of per-step ours/ref",
-           "scenes": results, "targets": targets, "wall_s": time.perf_counter() - t_all}
+    out = {
+        "benchmark": "vs_reference",
+        "reference": "pypbd 2.2.2 DirectPositionBasedSolverForStiffRodsConstraint",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "dt_s": args.dt,
+        "iterations": args.iterations,
+        "duration_s": args.duration,
+        "timing": "process CPU time per step, median; ratio = median of per-step ours/ref",
+        "scenes": results,
+        "targets": targets,
+        "wall_s": time.perf_counter() - t_all,
+    }
     if not args.json:
-        print(f"{'scene':>20} {'segments':>8} {'ours ms/it':>10} {'ref ms/it':>10} {'ratio':>6} {'diff %':>7} "
-              f"{'shipped strain diff %':>22}")
+        print(
+            f"{'scene':>20} {'segments':>8} {'ours ms/it':>10} {'ref ms/it':>10} {'ratio':>6} {'diff %':>7} "
+            f"{'shipped strain diff %':>22}"
+        )
         for k, v in results.items():
-            print(f"{k:>20} {v['segments']:>8} {v['ours_ms_per_iteration']:10.3f} {v['ref_ms_per_iteration']:10.3f} "
-                  f"{v['ratio']:6.2f} {100 * (v['difference_rel'] or 0):7.2f} "
-                  f"{100 * (v['difference_rel_default_strain'] or 0):22.2f}")
+            print(
+                f"{k:>20} {v['segments']:>8} {v['ours_ms_per_iteration']:10.3f} {v['ref_ms_per_iteration']:10.3f} "
+                f"{v['ratio']:6.2f} {100 * (v['difference_rel'] or 0):7.2f} "
+                f"{100 * (v['difference_rel_default_strain'] or 0):22.2f}"
+            )
     print(json.dumps(out))
 
 

@@ -17,6 +17,7 @@ minima's times. Target (Fig. 5: nearly full exchange after about 12 s): each rat
 
     python3 benchmarks/wilberforce.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,7 +56,7 @@ def load_scene(path: Path = SCENE):
     orientations = quat.multiply(q_scene, np.broadcast_to(Y_TO_Z, q_scene.shape))
     positions = np.array([bodies[i]["translation"] for i in ids], float)
     lengths = scale[:, 1]
-    radii = 0.5 * scale[:, [0, 2]]             # width along scene x = our x, height along scene z = our −y
+    radii = 0.5 * scale[:, [0, 2]]  # width along scene x = our x, height along scene z = our −y
     density = np.array([bodies[i]["density"] for i in ids], float)
     joints = {j["id"]: j for j in scene["CosseratJoints"]}
     jl = [joints[j] for j in tree["jIds"]]
@@ -67,14 +68,29 @@ def load_scene(path: Path = SCENE):
     mean_radius = 0.25 * (scale[parent][:, [0, 2]].sum(1) + scale[child][:, [0, 2]].sum(1)) / 2
     pinned = np.isin(ids, tree["staticSegments"]) | ~np.array([bool(bodies[i]["isDynamic"]) for i in ids])
     model = RodModel.from_arrays(
-        positions, orientations, lengths, radii, density, joint_parent=parent, joint_child=child,
-        joint_point_parent=point_parent, joint_point_child=point_child, joint_radii=mean_radius,
+        positions,
+        orientations,
+        lengths,
+        radii,
+        density,
+        joint_parent=parent,
+        joint_child=child,
+        joint_point_parent=point_parent,
+        joint_point_child=point_child,
+        joint_radii=mean_radius,
         joint_lengths=0.5 * (lengths[parent] + lengths[child]),
-        youngs_modulus=float(tree["youngsModulus"]), torsion_modulus=float(tree["torsionModulus"]), pinned=pinned)
+        youngs_modulus=float(tree["youngsModulus"]),
+        torsion_modulus=float(tree["torsionModulus"]),
+        pinned=pinned,
+    )
     sim_settings = scene["Simulation"]
     leaves = np.setdiff1d(np.arange(len(ids)), parent)
-    settings = dict(dt=float(sim_settings["timeStepSize"]), iterations=int(sim_settings["maxIterations"]),
-                    gravity=np.asarray(sim_settings["gravity"], float), bob=int(leaves[-1]))
+    settings = dict(
+        dt=float(sim_settings["timeStepSize"]),
+        iterations=int(sim_settings["maxIterations"]),
+        gravity=np.asarray(sim_settings["gravity"], float),
+        bob=int(leaves[-1]),
+    )
     return model, settings
 
 
@@ -120,25 +136,36 @@ def run(duration: float, path: Path = SCENE) -> dict:
         q[k] = sim.orientations[bob]
     wall = time.perf_counter() - t0
     t = cfg["dt"] * np.arange(1, steps + 1)
-    theta = np.unwrap(twist_angle(quat.multiply(quat.conjugate(model.orientations[bob]), q),
-                                  quat.rotate_inverse(model.orientations[bob], up)))
+    theta = np.unwrap(
+        twist_angle(
+            quat.multiply(quat.conjugate(model.orientations[bob]), q), quat.rotate_inverse(model.orientations[bob], up)
+        )
+    )
     env_z, period = envelope(z, cfg["dt"])
     env_t, _ = envelope(theta, cfg["dt"])
-    inside = (t > period) & (t < t[-1] - period)      # away from the averaging windows' ends
+    inside = (t > period) & (t < t[-1] - period)  # away from the averaging windows' ends
     az, at, ti = env_z[inside], env_t[inside], t[inside]
     minima = interior_minima(ti, az)
     beat = float(np.median(np.diff(minima))) if minima.size >= 2 else float("nan")
     return dict(
-        segments=model.n_segments, joints=model.n_joints, dt_s=cfg["dt"], iterations=cfg["iterations"],
-        duration_s=duration, bob_mass_kg=round(float(model.masses[bob]), 1), period_s=round(period, 3),
+        segments=model.n_segments,
+        joints=model.n_joints,
+        dt_s=cfg["dt"],
+        iterations=cfg["iterations"],
+        duration_s=duration,
+        bob_mass_kg=round(float(model.masses[bob]), 1),
+        period_s=round(period, 3),
         z_envelope=[round(float(az.min()), 4), round(float(az.max()), 4)],
         theta_envelope=[round(float(at.min()), 4), round(float(at.max()), 4)],
-        z_ratio=round(float(az.min() / az.max()), 4), theta_ratio=round(float(at.min() / at.max()), 4),
-        beat_period_s=round(beat, 3), z_envelope_minima_s=[round(float(x), 2) for x in minima],
+        z_ratio=round(float(az.min() / az.max()), 4),
+        theta_ratio=round(float(at.min() / at.max()), 4),
+        beat_period_s=round(beat, 3),
+        z_envelope_minima_s=[round(float(x), 2) for x in minima],
         theta_envelope_minima_s=[round(float(x), 2) for x in interior_minima(ti, at)],
         max_residual=float(np.max(residual)),
         ms_per_step=1e3 * wall / steps,
-        target_met=bool(az.min() / az.max() <= 0.25 and at.min() / at.max() <= 0.25))
+        target_met=bool(az.min() / az.max() <= 0.25 and at.min() / at.max() <= 0.25),
+    )
 
 
 def main() -> None:

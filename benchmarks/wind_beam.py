@@ -11,6 +11,7 @@ swings with drag on its own relative velocity (plus mass damping to settle it in
 
     python3 benchmarks/wind_beam.py --json      # last stdout line: one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,7 @@ def main() -> None:
     ap.add_argument("--segments", type=int, default=50)
     args = ap.parse_args()
 
-    w = 0.5 * RHO_AIR * CD_BRANCH * 2.0 * RADIUS * WIND**2                 # N/m
+    w = 0.5 * RHO_AIR * CD_BRANCH * 2.0 * RADIUS * WIND**2  # N/m
     i1, _, _ = cross_section_moments(np.array([RADIUS, RADIUS]))
     analytic = w * LENGTH**4 / (8.0 * YOUNGS * i1)
     deflection, steps, ms = kinetic_damping_solve(args.segments)

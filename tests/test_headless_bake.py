@@ -4,6 +4,7 @@ bpy-module path with the extension zip. The user's profile must come out byte-fo
 (files, sizes, mtimes), the output must be the summary and nothing else of the tool's, and the baked
 .blend and the leaves' point cache must be where the summary says.
 """
+
 import glob
 import importlib.util
 import os
@@ -23,8 +24,8 @@ README = ROOT / "README.md"
 FRAMES = (1, 6)
 TIMEOUT = 900
 SUMMARY = "Stiff Rods: baked "
-BLEND_COMPRESSED = (b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00")   # zstd, gzip magic: a compressed .blend
-STIFF_RODS_ENV = "STIFF_RODS_BAKE_PROFILE"     # set by the tool for a Blender it restarts
+BLEND_COMPRESSED = (b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00")  # zstd, gzip magic: a compressed .blend
+STIFF_RODS_ENV = "STIFF_RODS_BAKE_PROFILE"  # set by the tool for a Blender it restarts
 
 needs_blender = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
 
@@ -33,8 +34,13 @@ def readme_bake_command():
     """The `blender -b ... bake_headless.py ...` part of the first code block of README.md."""
     block = re.search(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     assert block, "README.md has no ```sh code block"
-    parts = [p.strip() for line in block.group(1).splitlines() if not line.startswith("#")
-             for p in line.split("&&") if "bake_headless.py" in p]
+    parts = [
+        p.strip()
+        for line in block.group(1).splitlines()
+        if not line.startswith("#")
+        for p in line.split("&&")
+        if "bake_headless.py" in p
+    ]
     assert len(parts) == 1, f"expected one bake_headless.py command in README's first code block: {parts}"
     assert re.search(r"\bblender -b ", parts[0]), parts[0]
     return parts[0]
@@ -63,8 +69,10 @@ def make_home(tmp_path, version):
 
 def snapshot(folder):
     """Every file and folder under ``folder``: relative path -> (kind, size, mtime in ns)."""
-    return {str(p.relative_to(folder)): (p.is_dir(), p.stat().st_size if p.is_file() else 0, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): (p.is_dir(), p.stat().st_size if p.is_file() else 0, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def pc2_header(path):
@@ -106,8 +114,13 @@ def check_output(proc, work, out_name, tmp, baseline=()):
 @pytest.fixture(scope="module")
 def legacy_dist(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--legacy-only", "--out", str(out)],
-                   check=True, cwd=ROOT, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--legacy-only", "--out", str(out)],
+        check=True,
+        cwd=ROOT,
+        timeout=300,
+        capture_output=True,
+    )
     return out
 
 
@@ -128,23 +141,42 @@ def test_readme_command_bakes_without_touching_the_blender_profile(legacy_dist, 
     assert re.search(r"--frames \d+ \d+", command), command
     argv = shlex.split(re.sub(r"--frames \d+ \d+", f"--frames {FRAMES[0]} {FRAMES[1]}", command))
     out_name = argv[argv.index("--out") + 1]
-    blender_version = re.search(r"Blender (\d+\.\d+)", subprocess.run(
-        ["blender", "--version"], capture_output=True, text=True, timeout=120, env=user_env(tmp_path)).stdout)[1]
+    blender_version = re.search(
+        r"Blender (\d+\.\d+)",
+        subprocess.run(
+            ["blender", "--version"], capture_output=True, text=True, timeout=120, env=user_env(tmp_path)
+        ).stdout,
+    )[1]
     home = make_home(tmp_path, blender_version)
     before = snapshot(home / ".config" / "blender")
     # Blender's own start-up lines in this environment (locale, audio warnings...), not the tool's
     base_home = tmp_path / "base-home"
     base_home.mkdir()
-    baseline = subprocess.run(["env", "-u", "PYTHONPATH", "PATH=/usr/bin:/bin", "blender", "-b", "--factory-startup",
-                               "--python-expr", "pass"], capture_output=True, text=True, timeout=300,
-                              env=user_env(base_home)).stdout.splitlines()
+    baseline = subprocess.run(
+        [
+            "env",
+            "-u",
+            "PYTHONPATH",
+            "PATH=/usr/bin:/bin",
+            "blender",
+            "-b",
+            "--factory-startup",
+            "--python-expr",
+            "pass",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=user_env(base_home),
+    ).stdout.splitlines()
     work = work_dir(tmp_path, legacy_dist)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
 
     # PWD as a shell sets it: Blender resolves the relative .blend and --python paths against $PWD
-    proc = subprocess.run(argv, cwd=work, env=dict(user_env(home, tmp), PWD=str(work)), capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    proc = subprocess.run(
+        argv, cwd=work, env=dict(user_env(home, tmp), PWD=str(work)), capture_output=True, text=True, timeout=TIMEOUT
+    )
 
     check_output(proc, work, out_name, tmp, baseline)
     assert f"Read blend: {work / 'sample_blends'}" in proc.stdout, "Blender did not run in the working folder"
@@ -155,9 +187,21 @@ def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path
     if importlib.util.find_spec("bpy") is None:
         pytest.skip("the bpy module is not installed (python3 -m pip install -r requirements-dev.txt)")
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_extension.py"), "--platforms", "linux-x64",
-                    "--require-extension", "--out", str(dist)], check=True, cwd=ROOT, timeout=900,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "build_extension.py"),
+            "--platforms",
+            "linux-x64",
+            "--require-extension",
+            "--out",
+            str(dist),
+        ],
+        check=True,
+        cwd=ROOT,
+        timeout=900,
+        capture_output=True,
+    )
     ext = [z for z in glob.glob(str(dist / "*.zip")) if not z.endswith("-legacy.zip")]
     assert len(ext) == 1, ext
     home = make_home(tmp_path, "5.0")
@@ -166,11 +210,26 @@ def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path
     tmp = tmp_path / "tmp"
     tmp.mkdir()
 
-    proc = subprocess.run([sys.executable, "tools/bake_headless.py", "--blend", "sample_blends/white_birch.blend",
-                           "--zip", ext[0], "--frames", str(FRAMES[0]), str(FRAMES[1]),
-                           "--out", "baked.blend"],
-                          cwd=work, env=dict(user_env(home, tmp), PWD=str(work)), capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "tools/bake_headless.py",
+            "--blend",
+            "sample_blends/white_birch.blend",
+            "--zip",
+            ext[0],
+            "--frames",
+            str(FRAMES[0]),
+            str(FRAMES[1]),
+            "--out",
+            "baked.blend",
+        ],
+        cwd=work,
+        env=dict(user_env(home, tmp), PWD=str(work)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
     check_output(proc, work, "baked.blend", tmp)
     assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"

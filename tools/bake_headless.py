@@ -17,6 +17,7 @@ next to the .blend it belongs to, and relative paths are remapped to the new fol
 range, saves ``--out`` again with no ``.blend1`` backup, and prints a short summary (``--json``: one
 JSON line instead). Blender's reports of these steps are held back; warnings and errors are printed.
 """
+
 import argparse
 import atexit
 import contextlib
@@ -33,27 +34,45 @@ PACKAGE = "stiff_rods"
 # Set in a Blender that this script restarted with a temporary profile: that folder, removed at exit.
 PROFILE_ENV = "STIFF_RODS_BAKE_PROFILE"
 PROFILE_PREFIX = "stiff_rods_bake_"
-USER_DIRS = {"BLENDER_USER_RESOURCES": "resources", "BLENDER_USER_CONFIG": "config",
-             "BLENDER_USER_SCRIPTS": "scripts", "BLENDER_USER_DATAFILES": "datafiles",
-             "BLENDER_USER_EXTENSIONS": "extensions"}
+USER_DIRS = {
+    "BLENDER_USER_RESOURCES": "resources",
+    "BLENDER_USER_CONFIG": "config",
+    "BLENDER_USER_SCRIPTS": "scripts",
+    "BLENDER_USER_DATAFILES": "datafiles",
+    "BLENDER_USER_EXTENSIONS": "extensions",
+}
 # Lines of Blender's own output about steps this script takes for the user (saving, installing).
 QUIET_PREFIXES = ("Info: ", "addon_utils.disable: ", "Modules Installed ", "STATUS ")
 
 
 def parse():
-    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
-    ap = argparse.ArgumentParser(prog="bake_headless.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
+    ap = argparse.ArgumentParser(
+        prog="bake_headless.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--blend", help="file to open (with the bpy module; blender -b takes it on its command line)")
-    ap.add_argument("--zip", help="Stiff Rods add-on zip (legacy for Blender 3.4-4.1, extension for 4.2+) "
-                                  "to enable for this run")
-    ap.add_argument("--install-to-profile", action="store_true",
-                    help="install --zip into your Blender user profile and save the preferences with it enabled")
-    ap.add_argument("--frames", nargs=2, type=int, default=None, metavar=("START", "END"),
-                    help="frame range to bake (default: the scene's)")
+    ap.add_argument(
+        "--zip", help="Stiff Rods add-on zip (legacy for Blender 3.4-4.1, extension for 4.2+) to enable for this run"
+    )
+    ap.add_argument(
+        "--install-to-profile",
+        action="store_true",
+        help="install --zip into your Blender user profile and save the preferences with it enabled",
+    )
+    ap.add_argument(
+        "--frames",
+        nargs=2,
+        type=int,
+        default=None,
+        metavar=("START", "END"),
+        help="frame range to bake (default: the scene's)",
+    )
     ap.add_argument("--out", required=True, help="where to save the baked .blend (not the input file)")
-    ap.add_argument("--storm", action="store_true",
-                    help="blow the add-on's storm preset (calm → 30 m/s → calm) over the baked frames")
+    ap.add_argument(
+        "--storm",
+        action="store_true",
+        help="blow the add-on's storm preset (calm → 30 m/s → calm) over the baked frames",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
     if args.frames and args.frames[1] < args.frames[0]:
@@ -112,7 +131,7 @@ def quiet():
     try:
         with contextlib.redirect_stdout(buf):
             yield
-    except RuntimeError:                 # an operator's error report: the exception carries it
+    except RuntimeError:  # an operator's error report: the exception carries it
         skip += ("Error: ",)
         raise
     finally:
@@ -129,19 +148,21 @@ def enable_legacy(bpy, zip_path, folder):
     """Import the legacy add-on from ``zip_path`` unpacked into ``folder``; nothing is installed and the
     preferences are not touched (default_set=False)."""
     import addon_utils
+
     addons = os.path.join(folder, "addons")
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(addons)
     mod = sys.modules.get(PACKAGE)
-    if mod is not None and getattr(mod, "__addon_enabled__", False):   # the one in the user's profile
+    if mod is not None and getattr(mod, "__addon_enabled__", False):  # the one in the user's profile
         addon_utils.disable(PACKAGE, default_set=False)
     for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
         del sys.modules[name]
     sys.path.insert(0, addons)
     errors = []
     if addon_utils.enable(PACKAGE, default_set=False, handle_error=errors.append) is None:
-        raise SystemExit(f"bake_headless: Stiff Rods from {zip_path} did not enable: "
-                         f"{errors[0] if errors else 'see above'}")
+        raise SystemExit(
+            f"bake_headless: Stiff Rods from {zip_path} did not enable: {errors[0] if errors else 'see above'}"
+        )
 
 
 def install(bpy, zip_path, kind):
@@ -151,6 +172,7 @@ def install(bpy, zip_path, kind):
         bpy.ops.extensions.package_install_files(filepath=path, repo="user_default", enable_on_install=True)
         return next(r.directory for r in bpy.context.preferences.extensions.repos if r.module == "user_default")
     import addon_utils
+
     bpy.ops.preferences.addon_install(filepath=path, overwrite=True)
     addon_utils.enable(PACKAGE, default_set=True)
     return bpy.utils.user_resource("SCRIPTS", path="addons")
@@ -163,8 +185,10 @@ def enable(bpy, args, profile):
             raise SystemExit("bake_headless: Stiff Rods is not enabled: pass --zip with the add-on zip")
         return "enabled in your Blender profile"
     if args.kind == "extension" and bpy.app.version < (4, 2, 0):
-        raise SystemExit(f"bake_headless: Blender {bpy.app.version_string} cannot install the extension zip "
-                         f"{args.zip}: pass the legacy zip ({PACKAGE}-<version>-legacy.zip)")
+        raise SystemExit(
+            f"bake_headless: Blender {bpy.app.version_string} cannot install the extension zip "
+            f"{args.zip}: pass the legacy zip ({PACKAGE}-<version>-legacy.zip)"
+        )
     with quiet():
         if args.install_to_profile:
             folder = install(bpy, args.zip, args.kind)
@@ -173,7 +197,7 @@ def enable(bpy, args, profile):
         elif args.kind == "legacy":
             enable_legacy(bpy, args.zip, profile)
             how = f"{args.zip}, for this run only (your Blender profile is not changed)"
-        else:                                             # extension, in the temporary profile
+        else:  # extension, in the temporary profile
             install(bpy, args.zip, args.kind)
             how = f"{args.zip}, in a temporary profile for this run only (yours is not changed)"
     if not addon_ready(bpy):
@@ -185,7 +209,7 @@ def restart_with_temporary_profile(bpy):
     """A Blender executable with the user's profile loaded: run this same command again in a temporary
     profile, where the extension (and its scipy wheel) can be installed without touching the user's."""
     temporary_profile()
-    shutil.rmtree(bpy.app.tempdir, ignore_errors=True)     # this Blender's session folder: it exits no more
+    shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # this Blender's session folder: it exits no more
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(bpy.app.binary_path, sys.argv)
@@ -222,11 +246,11 @@ def bake(bpy, args, source, arm, how):
     start, end = args.frames or (scene.frame_start, scene.frame_end)
     filepaths = bpy.context.preferences.filepaths
     save_version = filepaths.save_version
-    filepaths.save_version = 0                            # no .blend1 next to --out
+    filepaths.save_version = 0  # no .blend1 next to --out
     try:
         with quiet():
             if args.storm:
-                scene.frame_start, scene.frame_end = start, end      # the preset spans the scene's range
+                scene.frame_start, scene.frame_end = start, end  # the preset spans the scene's range
                 bpy.ops.stiff_rods.storm_preset()
             # saved first: the leaves' point cache (.pc2) is written next to the .blend it belongs to
             # (reopening a copy of the input there instead takes 6-8 s on the birch, this save 0.2 s)
@@ -237,13 +261,32 @@ def bake(bpy, args, source, arm, how):
             bpy.ops.wm.save_mainfile()
     finally:
         filepaths.save_version = save_version
-    caches = sorted({bpy.path.abspath(m.filepath) for o in scene.objects for m in o.modifiers
-                     if m.type == "MESH_CACHE" and m.filepath})
+    caches = sorted(
+        {
+            bpy.path.abspath(m.filepath)
+            for o in scene.objects
+            for m in o.modifiers
+            if m.type == "MESH_CACHE" and m.filepath
+        }
+    )
     action = arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
     if args.json:
-        print(json.dumps({"result": sorted(result), "armature": arm.name, "frames": [start, end],
-                          "storm": args.storm, "seconds": round(seconds, 2), "action": action, "out": args.out,
-                          "blend": out, "caches": caches, "addon": how}))
+        print(
+            json.dumps(
+                {
+                    "result": sorted(result),
+                    "armature": arm.name,
+                    "frames": [start, end],
+                    "storm": args.storm,
+                    "seconds": round(seconds, 2),
+                    "action": action,
+                    "out": args.out,
+                    "blend": out,
+                    "caches": caches,
+                    "addon": how,
+                }
+            )
+        )
         return
     storm = " (storm preset)" if args.storm else ""
     print(f"Stiff Rods: baked {arm.name}, frames {start}-{end}{storm}, in {seconds:.1f} s")
@@ -255,21 +298,22 @@ def bake(bpy, args, source, arm, how):
 
 def main():
     args = parse()
-    in_blender = "bpy" in sys.modules                  # run by a Blender executable, not the bpy module
+    in_blender = "bpy" in sys.modules  # run by a Blender executable, not the bpy module
     isolate = bool(args.zip) and not args.install_to_profile
     profile = None
     if isolate and (not in_blender or restarted_profile()):
-        profile = temporary_profile()                  # before `import bpy` reads the profile
+        profile = temporary_profile()  # before `import bpy` reads the profile
     import bpy
+
     if isolate and profile is None and args.kind == "extension" and bpy.app.version >= (4, 2, 0):
         restart_with_temporary_profile(bpy)
-    if isolate and profile is None:                    # legacy zip in the user's Blender: a folder for it
+    if isolate and profile is None:  # legacy zip in the user's Blender: a folder for it
         profile = tempfile.mkdtemp(prefix=PROFILE_PREFIX)
         atexit.register(shutil.rmtree, profile, ignore_errors=True)
     try:
         source, arm = load(bpy, args)
         bake(bpy, args, source, arm, enable(bpy, args, profile))
-    except RuntimeError as exc:                        # an operator's error report
+    except RuntimeError as exc:  # an operator's error report
         raise SystemExit(f"bake_headless: {exc}".rstrip())
 
 

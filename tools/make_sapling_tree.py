@@ -4,6 +4,7 @@ Run with Blender (Debian's 3.4 ships Sapling):
 
     blender -b --factory-startup --python tools/make_sapling_tree.py -- white_birch out.blend [--no-leaves] [--arm-levels N]
 """
+
 import ast
 import os
 import sys
@@ -14,12 +15,13 @@ import bpy
 
 def load_preset(name: str) -> dict:
     import add_curve_sapling
+
     path = os.path.join(os.path.dirname(add_curve_sapling.__file__), "presets", name + ".py")
     if not os.path.exists(path):
         raise SystemExit(f"unknown Sapling preset {name!r}")
     with open(path) as fh:
         text = fh.read()
-    return ast.literal_eval(text[text.index("{"):])
+    return ast.literal_eval(text[text.index("{") :])
 
 
 def make_tree(name: str, leaves: bool = True, arm_levels: int | None = None):
@@ -39,12 +41,15 @@ def make_tree(name: str, leaves: bool = True, arm_levels: int | None = None):
 
 
 def main(argv):
-    args = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = argv[argv.index("--") + 1 :] if "--" in argv else []
     if len(args) < 2:
         raise SystemExit(__doc__)
     name, out = args[0], os.path.abspath(args[1])
-    make_tree(name, leaves="--no-leaves" not in args,
-              arm_levels=int(args[args.index("--arm-levels") + 1]) if "--arm-levels" in args else None)
+    make_tree(
+        name,
+        leaves="--no-leaves" not in args,
+        arm_levels=int(args[args.index("--arm-levels") + 1]) if "--arm-levels" in args else None,
+    )
     bpy.ops.wm.save_as_mainfile(filepath=out, compress=True)
     print("SAPLING_TREE", name, out, [(o.name, o.type) for o in bpy.data.objects])
 

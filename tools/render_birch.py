@@ -27,6 +27,7 @@ PNG under 400 KB at the default sizes (a third smaller than 256 levels, no visib
 needs an X display); ``--blender PATH`` picks the Blender binary. Prints one JSON line with the
 peak frame, the strip frames, the image sizes and the seconds taken.
 """
+
 import argparse
 import json
 import os
@@ -39,11 +40,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(os.path.dirname(HERE), "docs", "images")
 
-BARK = (0.86, 0.84, 0.80, 1.0)          # birch bark: off-white
-LEAVES = (0.22, 0.48, 0.12, 1.0)        # leaf green
-SKY = (0.62, 0.72, 0.84)                # background (world colour)
-GAP = 6                                 # pixels of white between stitched panels
-LEVELS = 31                             # 32 levels per channel: PNGs a third smaller, no visible banding
+BARK = (0.86, 0.84, 0.80, 1.0)  # birch bark: off-white
+LEAVES = (0.22, 0.48, 0.12, 1.0)  # leaf green
+SKY = (0.62, 0.72, 0.84)  # background (world colour)
+GAP = 6  # pixels of white between stitched panels
+LEVELS = 31  # 32 levels per channel: PNGs a third smaller, no visible banding
 
 
 def parse(argv):
@@ -51,12 +52,25 @@ def parse(argv):
     ap.add_argument("blend", help="baked .blend (README command 1's baked_birch.blend)")
     ap.add_argument("--out-dir", default=DEFAULT_OUT, help="folder for the PNGs (default: docs/images/)")
     ap.add_argument("--strip", type=int, default=6, help="frames in the storm strip (default 6)")
-    ap.add_argument("--crown", type=float, default=0.45,
-                    help="top fraction of the tree's height that is its crown (default 0.45)")
-    ap.add_argument("--crown-size", type=int, nargs=2, default=(480, 360), metavar=("W", "H"),
-                    help="pixels of each crown panel (default 480 360)")
-    ap.add_argument("--strip-size", type=int, nargs=2, default=(240, 330), metavar=("W", "H"),
-                    help="pixels of each strip panel (default 240 330)")
+    ap.add_argument(
+        "--crown", type=float, default=0.45, help="top fraction of the tree's height that is its crown (default 0.45)"
+    )
+    ap.add_argument(
+        "--crown-size",
+        type=int,
+        nargs=2,
+        default=(480, 360),
+        metavar=("W", "H"),
+        help="pixels of each crown panel (default 480 360)",
+    )
+    ap.add_argument(
+        "--strip-size",
+        type=int,
+        nargs=2,
+        default=(240, 330),
+        metavar=("W", "H"),
+        help="pixels of each strip panel (default 240 330)",
+    )
     ap.add_argument("--xvfb", action="store_true", help="run Blender under xvfb-run -a")
     ap.add_argument("--blender", default="blender", help="Blender binary (default: blender on PATH)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -65,28 +79,49 @@ def parse(argv):
 
 # ---------------------------------------------------------------- launcher (plain python)
 
+
 def launch(args):
     blend = os.path.abspath(args.blend)
     if not os.path.isfile(blend):
         raise SystemExit(f"render_birch: no such .blend: {blend}")
     if not os.path.isfile(os.path.join(os.path.dirname(blend), "leaves_stiff_rods.pc2")):
-        print("render_birch: warning: no leaves_stiff_rods.pc2 next to the .blend; the leaves will not move",
-              file=sys.stderr)
+        print(
+            "render_birch: warning: no leaves_stiff_rods.pc2 next to the .blend; the leaves will not move",
+            file=sys.stderr,
+        )
     blender = shutil.which(args.blender)
     if blender is None:
         raise SystemExit(f"render_birch: Blender binary not found: {args.blender}")
-    cmd = [blender, "-b", "--factory-startup", blend, "--python", os.path.abspath(__file__), "--",
-           blend, "--worker", "--out-dir", os.path.abspath(args.out_dir), "--strip", str(args.strip),
-           "--crown", str(args.crown), "--crown-size", *map(str, args.crown_size),
-           "--strip-size", *map(str, args.strip_size)]
+    cmd = [
+        blender,
+        "-b",
+        "--factory-startup",
+        blend,
+        "--python",
+        os.path.abspath(__file__),
+        "--",
+        blend,
+        "--worker",
+        "--out-dir",
+        os.path.abspath(args.out_dir),
+        "--strip",
+        str(args.strip),
+        "--crown",
+        str(args.crown),
+        "--crown-size",
+        *map(str, args.crown_size),
+        "--strip-size",
+        *map(str, args.strip_size),
+    ]
     if args.xvfb:
         if shutil.which("xvfb-run") is None:
             raise SystemExit("render_birch: --xvfb given but xvfb-run is not installed (apt-get install xvfb)")
         cmd = ["xvfb-run", "-a"] + cmd
     # Debian's Blender finds its Python through the python3 on PATH: keep a venv's bin folder out of it
     own_bin = os.path.realpath(os.path.dirname(sys.executable))
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p and os.path.realpath(p) != own_bin)
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PATH"] = path
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -94,10 +129,11 @@ def launch(args):
     if proc.returncode != 0 or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"render_birch: Blender failed (exit {proc.returncode})")
-    print(lines[-1][len("RENDER_BIRCH "):])
+    print(lines[-1][len("RENDER_BIRCH ") :])
 
 
 # ---------------------------------------------------------------- worker (inside Blender)
+
 
 def world_points(arm, np):
     """Heads and tails of all pose bones, world space, shape (2, n, 3)."""
@@ -119,7 +155,7 @@ def leaf_points(obj, depsgraph, np):
 def find_peak(scene, arm, crown_fraction, np):
     """Frame of largest mean crown-tail displacement from the first frame, and that mean displacement."""
     hidden = [o for o in scene.objects if o is not arm and not o.hide_viewport]
-    for o in hidden:                    # the scan needs the bones only: skip evaluating meshes and curves
+    for o in hidden:  # the scan needs the bones only: skip evaluating meshes and curves
         o.hide_viewport = True
     try:
         scene.frame_set(scene.frame_start)
@@ -146,7 +182,7 @@ def view_axes(mean_disp, np, tilt_deg=6.0):
     if np.linalg.norm(h) < 1e-9:
         h = np.array([1.0, 0.0, 0.0])
     right = h / np.linalg.norm(h)
-    look = np.cross(np.array([0.0, 0.0, 1.0]), right)       # right × look = up: looks with +z up
+    look = np.cross(np.array([0.0, 0.0, 1.0]), right)  # right × look = up: looks with +z up
     t = np.radians(tilt_deg)
     look = look * np.cos(t) - np.array([0.0, 0.0, 1.0]) * np.sin(t)
     up = np.cross(right, look)
@@ -157,6 +193,7 @@ def fit_camera(cam, pts, axes, size, margin, np, top=False):
     """Orthographic camera along ``axes`` fitting ``pts`` (n, 3) into ``size`` pixels with ``margin``;
     ``top``: the points' top at the picture's top, the spare height below (more of the tree, not sky)."""
     from mathutils import Matrix
+
     right, up, look = axes
     u, v, w = pts @ right, pts @ up, pts @ look
     uc, vc = (u.min() + u.max()) / 2, (v.min() + v.max()) / 2
@@ -165,14 +202,14 @@ def fit_camera(cam, pts, axes, size, margin, np, top=False):
     depth = w.max() - w.min()
     scale = float(max(ue, ve * W / H) if W >= H else max(ve, ue * H / W))
     if top:
-        seen = scale * H / W if W >= H else scale      # world height the picture shows
+        seen = scale * H / W if W >= H else scale  # world height the picture shows
         vc = v.max() + margin * (v.max() - v.min()) - seen / 2
     pos = right * uc + up * vc + look * (w.min() - depth - 1.0)
     m = np.eye(4)
     m[:3, 0], m[:3, 1], m[:3, 2], m[:3, 3] = right, up, -look, pos
     cam.matrix_world = Matrix(m.tolist())
     cam.data.type = "ORTHO"
-    cam.data.sensor_fit = "AUTO"                 # ortho_scale spans the longer side of the image
+    cam.data.sensor_fit = "AUTO"  # ortho_scale spans the longer side of the image
     cam.data.ortho_scale = scale
     cam.data.clip_start = 0.1
     cam.data.clip_end = float(3 * depth + 10.0)
@@ -184,6 +221,7 @@ def render_panel(scene, frame, size, label, path):
     scene.render.stamp_note_text = label
     scene.render.filepath = path
     import bpy
+
     bpy.ops.render.render(write_still=True)
     return path
 
@@ -191,6 +229,7 @@ def render_panel(scene, frame, size, label, path):
 def stitch(paths, out, np):
     """Panels side by side (same height), GAP pixels of background between them, saved as PNG."""
     import bpy
+
     arrays = []
     for p in paths:
         img = bpy.data.images.load(p)
@@ -210,19 +249,20 @@ def stitch(paths, out, np):
     full[..., 3] = 1.0
     img = bpy.data.images.new("stitched", full.shape[1], full.shape[0], alpha=False)
     img.pixels.foreach_set(full.ravel())
-    img.save_render(out, scene=bpy.context.scene)     # the scene's PNG settings: RGB, compression 100
+    img.save_render(out, scene=bpy.context.scene)  # the scene's PNG settings: RGB, compression 100
     bpy.data.images.remove(img)
     return int(full.shape[1]), int(full.shape[0])
 
 
 def setup_look(scene):
     import bpy
+
     scene.render.engine = "BLENDER_WORKBENCH"
     sh = scene.display.shading
     sh.light = "STUDIO"
     sh.color_type = "OBJECT"
     sh.show_shadows = False
-    sh.show_cavity = False             # its fine-grained shading doubles the PNG's size
+    sh.show_cavity = False  # its fine-grained shading doubles the PNG's size
     scene.display.render_aa = "8"
     scene.view_settings.view_transform = "Standard"  # object colours as given, no filmic tone curve
     scene.view_settings.look = "None"
@@ -259,6 +299,7 @@ def setup_look(scene):
 def work(args):
     import bpy
     import numpy as np
+
     t0 = time.perf_counter()
     scene = bpy.context.scene
     arm = next((o for o in scene.objects if o.type == "ARMATURE"), None)
@@ -278,7 +319,7 @@ def work(args):
     depsgraph = bpy.context.evaluated_depsgraph_get()
     first = scene.frame_start
     scene.frame_set(first)
-    cut = float(world_points(arm, np)[1][crown][:, 2].min())      # the crown's lowest rest tail
+    cut = float(world_points(arm, np)[1][crown][:, 2].min())  # the crown's lowest rest tail
 
     def points(frame, crown_only):
         """Bone tails (crown only: of the crown; else all heads and tails) and the leaves' 1st and 99th
@@ -298,8 +339,10 @@ def work(args):
     # (a) crown at rest and at the peak, one camera for both
     crown_pts = np.concatenate([points(first, True), points(peak, True)])
     fit_camera(cam, crown_pts, axes, args.crown_size, 0.04, np, top=True)
-    panels = [render_panel(scene, first, args.crown_size, f"frame {first}: rest", os.path.join(tmp, "c0.png")),
-              render_panel(scene, peak, args.crown_size, f"frame {peak}: storm peak", os.path.join(tmp, "c1.png"))]
+    panels = [
+        render_panel(scene, first, args.crown_size, f"frame {first}: rest", os.path.join(tmp, "c0.png")),
+        render_panel(scene, peak, args.crown_size, f"frame {peak}: storm peak", os.path.join(tmp, "c1.png")),
+    ]
     crown_png = os.path.join(args.out_dir, "crown_rest_vs_storm.png")
     crown_wh = stitch(panels, crown_png, np)
     # (b) the whole tree through the storm
@@ -309,21 +352,35 @@ def work(args):
     frames[near] = peak
     frames = sorted(set(frames))
     fit_camera(cam, np.concatenate([points(f, False) for f in frames]), axes, args.strip_size, 0.03, np)
-    panels = [render_panel(scene, f, args.strip_size, f"frame {f}" + (" (peak)" if f == peak else ""),
-                           os.path.join(tmp, f"s{f}.png")) for f in frames]
+    panels = [
+        render_panel(
+            scene, f, args.strip_size, f"frame {f}" + (" (peak)" if f == peak else ""), os.path.join(tmp, f"s{f}.png")
+        )
+        for f in frames
+    ]
     strip_png = os.path.join(args.out_dir, "birch_storm_strip.png")
     strip_wh = stitch(panels, strip_png, np)
     shutil.rmtree(tmp, ignore_errors=True)
-    print("RENDER_BIRCH " + json.dumps({
-        "peak_frame": peak, "peak_mean_crown_displacement_m": round(peak_size, 3),
-        "crown_bones": int(crown.sum()), "strip_frames": frames,
-        "images": {crown_png: {"px": crown_wh, "bytes": os.path.getsize(crown_png)},
-                   strip_png: {"px": strip_wh, "bytes": os.path.getsize(strip_png)}},
-        "seconds": {"peak_scan": round(t_peak, 1), "total": round(time.perf_counter() - t0, 1)}}))
+    print(
+        "RENDER_BIRCH "
+        + json.dumps(
+            {
+                "peak_frame": peak,
+                "peak_mean_crown_displacement_m": round(peak_size, 3),
+                "crown_bones": int(crown.sum()),
+                "strip_frames": frames,
+                "images": {
+                    crown_png: {"px": crown_wh, "bytes": os.path.getsize(crown_png)},
+                    strip_png: {"px": strip_wh, "bytes": os.path.getsize(strip_png)},
+                },
+                "seconds": {"peak_scan": round(t_peak, 1), "total": round(time.perf_counter() - t0, 1)},
+            }
+        )
+    )
 
 
 def main():
-    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
     args = parse(argv)
     if args.worker:
         work(args)

@@ -21,6 +21,7 @@ Writes ``n_panel.png`` (the sidebar, cut to the panel's height) and, with ``--fu
 1280 1100: tall enough for the whole panel). Gives up after ``--timeout`` seconds (default 300).
 Prints one JSON line with the files written, their sizes and the seconds taken.
 """
+
 import argparse
 import json
 import os
@@ -40,15 +41,26 @@ PANEL = "STIFF_RODS_PT_main"
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zip", required=True, help="legacy add-on zip (tools/build_extension.py --legacy-only)")
-    ap.add_argument("--blend", default=os.path.join(ROOT, "sample_blends", "white_birch.blend"),
-                    help="tree to open (default: sample_blends/white_birch.blend)")
-    ap.add_argument("--out-dir", default=os.path.join(ROOT, "docs", "images"),
-                    help="folder for the PNGs (default: docs/images/)")
+    ap.add_argument(
+        "--blend",
+        default=os.path.join(ROOT, "sample_blends", "white_birch.blend"),
+        help="tree to open (default: sample_blends/white_birch.blend)",
+    )
+    ap.add_argument(
+        "--out-dir", default=os.path.join(ROOT, "docs", "images"), help="folder for the PNGs (default: docs/images/)"
+    )
     ap.add_argument("--full", action="store_true", help="also write the whole window as n_panel_window.png")
-    ap.add_argument("--size", type=int, nargs=2, default=(1280, 1100), metavar=("W", "H"),
-                    help="window size in pixels (default 1280 1100)")
-    ap.add_argument("--sidebar-width", type=int, default=400,
-                    help="widen the sidebar to this many pixels (default 400)")
+    ap.add_argument(
+        "--size",
+        type=int,
+        nargs=2,
+        default=(1280, 1100),
+        metavar=("W", "H"),
+        help="window size in pixels (default 1280 1100)",
+    )
+    ap.add_argument(
+        "--sidebar-width", type=int, default=400, help="widen the sidebar to this many pixels (default 400)"
+    )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (default 300)")
     ap.add_argument("--blender", default="blender", help="Blender binary (default: blender on PATH)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -56,6 +68,7 @@ def parse(argv):
 
 
 # ---------------------------------------------------------------- launcher (plain python)
+
 
 def launch(args):
     for path, what in ((args.zip, "add-on zip"), (args.blend, ".blend")):
@@ -72,38 +85,65 @@ def launch(args):
         # Debian's Blender finds its Python through the python3 on PATH: keep a venv's bin folder out of it
         own_bin = os.path.realpath(os.path.dirname(sys.executable))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(PATH=os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                                        if p and os.path.realpath(p) != own_bin),
-                   BLENDER_USER_RESOURCES=os.path.join(profile, "resources"),
-                   BLENDER_USER_SCRIPTS=os.path.join(profile, "scripts"),
-                   BLENDER_USER_CONFIG=os.path.join(profile, "config"),
-                   TMPDIR=profile, TEMP=profile)             # Blender's quit.blend goes there too
-        cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {w}x{h}x24", blender, "--enable-event-simulate",
-               "--window-geometry", "0", "0", str(w), str(h), "--no-window-focus",
-               os.path.abspath(args.blend), "--python", os.path.abspath(__file__), "--", "--worker",
-               "--zip", os.path.abspath(args.zip), "--out-dir", os.path.abspath(args.out_dir),
-               "--sidebar-width", str(args.sidebar_width)] + \
-              (["--full"] if args.full else [])
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+        env.update(
+            PATH=os.pathsep.join(
+                p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin
+            ),
+            BLENDER_USER_RESOURCES=os.path.join(profile, "resources"),
+            BLENDER_USER_SCRIPTS=os.path.join(profile, "scripts"),
+            BLENDER_USER_CONFIG=os.path.join(profile, "config"),
+            # Blender's quit.blend goes there too
+            TMPDIR=profile,
+            TEMP=profile,
+        )
+        cmd = [
+            "xvfb-run",
+            "-a",
+            "-s",
+            f"-screen 0 {w}x{h}x24",
+            blender,
+            "--enable-event-simulate",
+            "--window-geometry",
+            "0",
+            "0",
+            str(w),
+            str(h),
+            "--no-window-focus",
+            os.path.abspath(args.blend),
+            "--python",
+            os.path.abspath(__file__),
+            "--",
+            "--worker",
+            "--zip",
+            os.path.abspath(args.zip),
+            "--out-dir",
+            os.path.abspath(args.out_dir),
+            "--sidebar-width",
+            str(args.sidebar_width),
+        ] + (["--full"] if args.full else [])
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         try:
             out, _ = proc.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)          # xvfb-run, Xvfb and Blender: the group started here
+            os.killpg(proc.pid, signal.SIGTERM)  # xvfb-run, Xvfb and Blender: the group started here
             out, _ = proc.communicate()
             sys.stderr.write(out[-4000:])
             raise SystemExit(f"screenshot_panel: Blender did not finish within {args.timeout:.0f} s")
     lines = [l for l in out.splitlines() if l.startswith("SCREENSHOT_PANEL ")]
-    result = json.loads(lines[-1][len("SCREENSHOT_PANEL "):]) if lines else None
+    result = json.loads(lines[-1][len("SCREENSHOT_PANEL ") :]) if lines else None
     if not result or "error" in result:
         sys.stderr.write(out[-4000:])
-        raise SystemExit("screenshot_panel: " + (result["error"] if result else
-                                                 f"Blender failed (exit {proc.returncode})"))
+        raise SystemExit(
+            "screenshot_panel: " + (result["error"] if result else f"Blender failed (exit {proc.returncode})")
+        )
     result["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result))
 
 
 # ---------------------------------------------------------------- worker (inside Blender's GUI)
+
 
 def work(args):
     import addon_utils
@@ -119,7 +159,7 @@ def work(args):
         bpy.ops.wm.quit_blender()
         return None
 
-    bpy.context.preferences.system.use_region_overlap = False   # the sidebar on its own background
+    bpy.context.preferences.system.use_region_overlap = False  # the sidebar on its own background
     bpy.ops.preferences.addon_install(filepath=args.zip, overwrite=True)
     addon_utils.enable("stiff_rods", default_set=True)
     panel = getattr(bpy.types, PANEL, None)
@@ -129,7 +169,7 @@ def work(args):
         return
     draw = panel.draw
 
-    def counting_draw(self, context):               # tells which sidebar tab Blender draws
+    def counting_draw(self, context):  # tells which sidebar tab Blender draws
         state["drawn"] += 1
         draw(self, context)
 
@@ -156,8 +196,9 @@ def work(args):
     def step():
         try:
             return advance()
-        except Exception as exc:                     # a timer's exception would leave Blender running
+        except Exception as exc:  # a timer's exception would leave Blender running
             import traceback
+
             traceback.print_exc()
             return fail(f"{type(exc).__name__}: {exc}")
 
@@ -167,7 +208,7 @@ def work(args):
         if area is None:
             return fail("no 3D View in the window")
         s = state["step"]
-        if s == 0:                                   # the 3D View fills the window, sidebar open, tree in view
+        if s == 0:  # the 3D View fills the window, sidebar open, tree in view
             with bpy.context.temp_override(window=win, area=area, region=area.regions[-1]):
                 bpy.ops.screen.screen_full_area()
             state["step"] = 1
@@ -182,7 +223,7 @@ def work(args):
                 bpy.ops.view3d.view_all(center=False)
             state["step"] = 10
             return 0.5
-        if s >= 10:                                  # drag the sidebar's edge: labels unabridged
+        if s >= 10:  # drag the sidebar's edge: labels unabridged
             ui = sidebar(area)
             phase, attempt = (s - 10) % 4, (s - 10) // 4
             if phase == 0 and (ui.width >= args.sidebar_width - 2 or attempt >= 3):
@@ -192,12 +233,16 @@ def work(args):
             x0, y = ui.x + (-2, 1, 4)[attempt], ui.y + ui.height // 2
             x1 = x0 - (args.sidebar_width - ui.width)
             # one event a tick: the press must find the edge's action zone under the mouse
-            ev = (("MOUSEMOVE", "NOTHING", x0), ("LEFTMOUSE", "PRESS", x0), ("MOUSEMOVE", "NOTHING", x1),
-                  ("LEFTMOUSE", "RELEASE", x1))[phase]
+            ev = (
+                ("MOUSEMOVE", "NOTHING", x0),
+                ("LEFTMOUSE", "PRESS", x0),
+                ("MOUSEMOVE", "NOTHING", x1),
+                ("LEFTMOUSE", "RELEASE", x1),
+            )[phase]
             win.event_simulate(type=ev[0], value=ev[1], x=ev[2], y=y)
             state["step"] = s + 1
             return 0.2
-        if s == 2:                                   # the wheel over the tab strip until our tab is drawn
+        if s == 2:  # the wheel over the tab strip until our tab is drawn
             if state["drawn"] > 0:
                 state["step"] = 3
                 return 0.5
@@ -218,8 +263,11 @@ def work(args):
         if s == 3:
             ui = sidebar(area)
             os.makedirs(args.out_dir, exist_ok=True)
-            full = os.path.join(args.out_dir, "n_panel_window.png") if args.full else \
-                os.path.join(bpy.app.tempdir, "n_panel_window.png")
+            full = (
+                os.path.join(args.out_dir, "n_panel_window.png")
+                if args.full
+                else os.path.join(bpy.app.tempdir, "n_panel_window.png")
+            )
             with bpy.context.temp_override(window=win, area=area, region=ui):
                 bpy.ops.screen.screenshot(filepath=full, check_existing=False)
             panel_png = os.path.join(args.out_dir, "n_panel.png")
@@ -227,8 +275,12 @@ def work(args):
             files = {panel_png: {"px": size, "bytes": os.path.getsize(panel_png)}}
             if args.full:
                 files[full] = {"px": [win.width, win.height], "bytes": os.path.getsize(full)}
-            report(files=files, tab_tries=state["tries"], sidebar_width=ui.width,
-                   gui_seconds=round(time.perf_counter() - state["t0"], 1))
+            report(
+                files=files,
+                tab_tries=state["tries"],
+                sidebar_width=ui.width,
+                gui_seconds=round(time.perf_counter() - state["t0"], 1),
+            )
             bpy.ops.wm.quit_blender()
             return None
         return None
@@ -240,14 +292,15 @@ def crop(full_png, out_png, region):
     """The sidebar region of the window screenshot, cut below the panel's last row of content."""
     import bpy
     import numpy as np
+
     img = bpy.data.images.load(full_png)
     w, h = img.size
     a = np.empty(w * h * 4, dtype=np.float32)
     img.pixels.foreach_get(a)
     bpy.data.images.remove(img)
-    a = a.reshape(h, w, 4)                           # rows from the bottom, like region.y
-    side = a[region.y:region.y + region.height, region.x:region.x + region.width]
-    empty = side[4]                                  # a row of the empty sidebar below the panel (row 0: a border)
+    a = a.reshape(h, w, 4)  # rows from the bottom, like region.y
+    side = a[region.y : region.y + region.height, region.x : region.x + region.width]
+    empty = side[4]  # a row of the empty sidebar below the panel (row 0: a border)
     content = 4 + np.nonzero(np.abs(side[4:, :, :3] - empty[None, :, :3]).max(axis=(1, 2)) > 0.02)[0]
     bottom = max(0, int(content.min()) - 8) if len(content) else 0
     side = np.ascontiguousarray(side[bottom:])
@@ -261,7 +314,7 @@ def crop(full_png, out_png, region):
 
 
 def main():
-    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
     args = parse(argv)
     if args.worker:
         work(args)

@@ -11,6 +11,7 @@ the state is compared with the snapshot. Prints one line ``BAD_INPUT_RESULT {jso
 ``outcome`` ("raised" or the returned set), ``message``, ``scene_unchanged`` and ``diff`` (the
 first difference), plus case-specific checks.
 """
+
 import json
 import math
 import os
@@ -23,7 +24,7 @@ import bpy
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
 
-FRAMES = (1, 4)          # short bakes: the cases are about input checks, not physics
+FRAMES = (1, 4)  # short bakes: the cases are about input checks, not physics
 
 
 def install(zip_path):
@@ -83,21 +84,36 @@ def snapshot(evaluate=False):
     scene = bpy.context.scene
     if evaluate:
         scene.frame_set(scene.frame_current)
-    state = {"frame": [scene.frame_current, scene.frame_start, scene.frame_end],
-             "actions": sorted(a.name for a in bpy.data.actions),
-             "active": bpy.context.view_layer.objects.active.name if bpy.context.view_layer.objects.active else None,
-             "objects": {}}
+    state = {
+        "frame": [scene.frame_current, scene.frame_start, scene.frame_end],
+        "actions": sorted(a.name for a in bpy.data.actions),
+        "active": bpy.context.view_layer.objects.active.name if bpy.context.view_layer.objects.active else None,
+        "objects": {},
+    }
     for obj in bpy.data.objects:
-        o = {"type": obj.type, "parent": obj.parent.name if obj.parent else None, "mode": obj.mode,
-             "props": _custom_props(obj)}
+        o = {
+            "type": obj.type,
+            "parent": obj.parent.name if obj.parent else None,
+            "mode": obj.mode,
+            "props": _custom_props(obj),
+        }
         if obj.type == "ARMATURE":
             anim = obj.animation_data
             o["action"] = _fcurve_state(anim.action if anim else None)
-            o["bones"] = [(pb.name, pb.rotation_mode, _r(pb.rotation_quaternion), _r(pb.rotation_euler),
-                           _r(pb.rotation_axis_angle)) for pb in obj.pose.bones]
+            o["bones"] = [
+                (
+                    pb.name,
+                    pb.rotation_mode,
+                    _r(pb.rotation_quaternion),
+                    _r(pb.rotation_euler),
+                    _r(pb.rotation_axis_angle),
+                )
+                for pb in obj.pose.bones
+            ]
         if obj.type == "CURVE":
-            o["splines"] = [[_r(p.co) for p in (s.bezier_points if s.type == "BEZIER" else s.points)]
-                            for s in obj.data.splines]
+            o["splines"] = [
+                [_r(p.co) for p in (s.bezier_points if s.type == "BEZIER" else s.points)] for s in obj.data.splines
+            ]
         state["objects"][obj.name] = o
     return state
 
@@ -133,11 +149,11 @@ def call(op_name, **kw):
         return sorted(ret), None
     except RuntimeError as exc:
         msg = str(exc).strip()
-        return "raised", msg[len("Error: "):] if msg.startswith("Error: ") else msg
+        return "raised", msg[len("Error: ") :] if msg.startswith("Error: ") else msg
 
 
 def activate(obj):
-    bpy.context.view_layer.update()              # resync the view layer after objects were removed
+    bpy.context.view_layer.update()  # resync the view layer after objects were removed
     for o in bpy.context.view_layer.objects:
         if o is not None:
             o.select_set(o == obj)
@@ -154,11 +170,17 @@ def bad(case, op_name, **kw):
     outcome, message = call(op_name, **kw)
     after = snapshot()
     diff = first_diff(before, after)
-    RESULTS[case] = {"op": op_name, "outcome": outcome, "message": message, "scene_unchanged": diff is None,
-                     "diff": diff,
-                     # the add-on's settings group (defaults) that reading obj.stiff_rods creates, for information
-                     "settings_group_created": sorted({o.name for o in bpy.data.objects if "stiff_rods" in o.keys()}
-                                                      - settings_before)}
+    RESULTS[case] = {
+        "op": op_name,
+        "outcome": outcome,
+        "message": message,
+        "scene_unchanged": diff is None,
+        "diff": diff,
+        # the add-on's settings group (defaults) that reading obj.stiff_rods creates, for information
+        "settings_group_created": sorted(
+            {o.name for o in bpy.data.objects if "stiff_rods" in o.keys()} - settings_before
+        ),
+    }
     return RESULTS[case]
 
 
@@ -199,7 +221,7 @@ def run_cases(arm, curve, leaves):
     for op in ("convert", "bake"):
         bad(f"curve_no_splines_{op}", op)
     for kind in ("BEZIER", "POLY"):
-        sp = cu.splines.new(kind)        # a new spline has one point
+        sp = cu.splines.new(kind)  # a new spline has one point
     for op in ("convert", "bake"):
         bad(f"curve_single_point_splines_{op}", op)
     bpy.data.objects.remove(empty)
@@ -269,7 +291,7 @@ def user_action_case(arm):
     arm.pose.bones[names[3]].rotation_mode = "YZX"
     arm.pose.bones[names[4]].rotation_mode = "QUATERNION"
     arm.pose.bones[names[5]].rotation_mode = "AXIS_ANGLE"
-    action.use_fake_user = False                 # as Sapling made it (the earlier bakes set it)
+    action.use_fake_user = False  # as Sapling made it (the earlier bakes set it)
     user_name = action.name
     fake_before = action.use_fake_user
     scene.frame_set(3)
@@ -312,8 +334,11 @@ def static_pose_probe(arm):
     activate(arm)
     ok("bake")
     ok("free_bake")
-    RESULTS["info_static_pose_after_free_bake"] = {"before": before, "after": _r(pb.rotation_quaternion),
-                                                   "kept": _r(pb.rotation_quaternion) == before}
+    RESULTS["info_static_pose_after_free_bake"] = {
+        "before": before,
+        "after": _r(pb.rotation_quaternion),
+        "kept": _r(pb.rotation_quaternion) == before,
+    }
     pb.rotation_quaternion = (1, 0, 0, 0)
     anim.action = saved_action
     scene.frame_set(FRAMES[0])
@@ -348,5 +373,5 @@ def main():
     print("BAD_INPUT_RESULT " + json.dumps(out))
 
 
-if __name__ == "__main__":   # also imported by curves_wind.py for its helpers
+if __name__ == "__main__":  # also imported by curves_wind.py for its helpers
     main()

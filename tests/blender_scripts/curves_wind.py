@@ -6,6 +6,7 @@ Every case builds its own small scene, runs the add-on's operators (or the live 
 frame loop directly: timers and modal handlers never run in background mode) and prints numbers;
 the pytest side judges them. One line ``CURVES_WIND_RESULT {json}``.
 """
+
 import json
 import sys
 import traceback
@@ -61,7 +62,8 @@ def moving_empty(name, *keys):
 
 def points_of(obj):
     sp = obj.data.splines[0]
-    co = np.empty(3 * len(sp.bezier_points)); sp.bezier_points.foreach_get("co", co)
+    co = np.empty(3 * len(sp.bezier_points))
+    sp.bezier_points.foreach_get("co", co)
     return co.reshape(-1, 3)
 
 
@@ -73,6 +75,7 @@ def world_points(obj):
 def simulate_frames(session, start, end):
     """The bake's frame loop (addon.operators.BakeRun) run to the end; the samples per frame."""
     from stiff_rods.addon import operators
+
     run = operators.BakeRun(bpy.context.scene, session, start, end)
     while not run.done:
         run.step()
@@ -129,6 +132,7 @@ def pole_in_wind(angle_y_deg):
     activate(pole)
     from stiff_rods.addon import operators
     from stiff_rods.addon.session import SESSIONS
+
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     session = SESSIONS["Pole"]
     session.set_wind(operators.wind.SceneWind.from_scene(bpy.context.scene))
@@ -144,6 +148,7 @@ def live_curve_step_and_restore():
     rest = points_of(rope).copy()
     from stiff_rods.addon import operators
     from stiff_rods.addon.session import SESSIONS
+
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     s = SESSIONS["Rope"]
     scene = bpy.context.scene
@@ -152,8 +157,11 @@ def live_curve_step_and_restore():
         operators.step_live(s, scene)
     moved = float(np.abs(points_of(rope) - rest).max())
     s.write_rest()
-    return {"live_max_point_motion_m": moved, "live_frame": scene.frame_current,
-            "restored_max_error_m": float(np.abs(points_of(rope) - rest).max())}
+    return {
+        "live_max_point_motion_m": moved,
+        "live_frame": scene.frame_current,
+        "restored_max_error_m": float(np.abs(points_of(rope) - rest).max()),
+    }
 
 
 def hooked_curve():
@@ -164,9 +172,10 @@ def hooked_curve():
     hook = moving_empty("Hook", (1, (1.2, 0.0, 2.0)), (12, (1.2, 0.3, 2.0)))
     mod = rope.modifiers.new("Hook", "HOOK")
     mod.object = hook
-    mod.vertex_indices_set([3 * 3 + 1])            # Bézier point 3: (handle, point, handle) per point
+    mod.vertex_indices_set([3 * 3 + 1])  # Bézier point 3: (handle, point, handle) per point
     activate(rope)
     from stiff_rods.addon.session import SESSIONS
+
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     last = simulate_frames(SESSIONS["Rope"], 1, 12)[-1][0]
     return {"hooked_point_y_m": float(last.co[3][1]), "free_end_y_m": float(last.co[-1][1])}
@@ -175,18 +184,20 @@ def hooked_curve():
 def storm_on_sapling(zip_unused=None):
     """The storm preset bends a Sapling aspen downwind (+X) much more than calm air."""
     from bad_input import make_sapling
+
     arm, curve, leaves = make_sapling("quaking_aspen")
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 24
     from stiff_rods.addon import operators
     from stiff_rods.addon.session import SESSIONS
+
     activate(arm)
     tips = {}
     for storm in (False, True):
         scene.stiff_rods.use_storm = storm
         if storm:
             assert bpy.ops.stiff_rods.storm_preset() == {"FINISHED"}
-            ss = scene.stiff_rods       # rise over one frame, then blow until the end: the tree leans downwind
+            ss = scene.stiff_rods  # rise over one frame, then blow until the end: the tree leans downwind
             ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end = 1, 2, 24, 24
         assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
         s = SESSIONS[arm.name]
@@ -201,6 +212,7 @@ def breaking_pole():
     """A 2 m wooden pole (r = 5 mm) clamped at its foot in a 20 m/s Wind field, with Breakage at 0.1 %
     strain: it snaps near the foot and the top falls; without Breakage it bends and stands."""
     from stiff_rods.addon.session import SESSIONS
+
     out = {}
     for breakage in (False, True):
         clear()
@@ -210,13 +222,16 @@ def breaking_pole():
         wind_field(20.0, (-5.0, 0.0, 1.0))
         activate(pole)
         from stiff_rods.addon import operators
+
         assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
         session = SESSIONS["Pole"]
         session.set_wind(operators.wind.SceneWind.from_scene(bpy.context.scene))
         tip = simulate_frames(session, 1, 24)[-1][0].co[-1]
-        out["breakage" if breakage else "intact"] = {"tip_z_m": float(tip[2]),
-                                                      "joints_left": session.sim.model.n_joints,
-                                                      "joints": session.model.n_joints}
+        out["breakage" if breakage else "intact"] = {
+            "tip_z_m": float(tip[2]),
+            "joints_left": session.sim.model.n_joints,
+            "joints": session.model.n_joints,
+        }
     return out
 
 
@@ -224,6 +239,7 @@ def seed_models_on_a_rope():
     """A 2 m rubber rope clamped at x = 0 falls for 12 frames in still air with each Rod Model (the bake's
     frame loop); PaOBCR also through Bake / Free Bake; then the refusals, each an ERROR report."""
     from stiff_rods.addon.session import SESSIONS
+
     out = {}
     for model in ("STIFF_KKT", "STIFF_GS", "PAOBCR", "PBER"):
         clear()
@@ -234,8 +250,11 @@ def seed_models_on_a_rope():
         assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
         frames = simulate_frames(SESSIONS["Rope"], 1, 12)
         pts = frames[-1][0].co
-        out[model] = {"end_x_m": float(pts[-1][0]), "end_z_m": float(pts[-1][2]),
-                      "first_point_drift_m": float(np.linalg.norm(np.asarray(pts[0]) - [0.0, 0.0, 2.0]))}
+        out[model] = {
+            "end_x_m": float(pts[-1][0]),
+            "end_z_m": float(pts[-1][2]),
+            "first_point_drift_m": float(np.linalg.norm(np.asarray(pts[0]) - [0.0, 0.0, 2.0])),
+        }
     rest = points_of(rope).copy()
     before = snapshot()
     rope.stiff_rods.rod_model = "PAOBCR"
@@ -266,8 +285,11 @@ def seed_models_on_a_rope():
 
 def collider(kind, location, **kw):
     """A mesh primitive with a Collision modifier."""
-    add = {"plane": bpy.ops.mesh.primitive_plane_add, "sphere": bpy.ops.mesh.primitive_uv_sphere_add,
-           "tube": bpy.ops.mesh.primitive_cylinder_add}[kind]
+    add = {
+        "plane": bpy.ops.mesh.primitive_plane_add,
+        "sphere": bpy.ops.mesh.primitive_uv_sphere_add,
+        "tube": bpy.ops.mesh.primitive_cylinder_add,
+    }[kind]
     add(location=location, **kw)
     obj = bpy.context.active_object
     obj.modifiers.new("Collision", "COLLISION")
@@ -278,6 +300,7 @@ def rope_on_colliders():
     """A 2 m rubber rope (r = 1 cm, not pinned) falls 36 frames onto: a plane; a UV sphere (r = 0.5 m); a
     plane keyframed to rise 0.5 m over frames 12–36. And an open tube is refused."""
     from stiff_rods.addon.session import SESSIONS
+
     out = {}
     for name in ("plane", "sphere", "rising"):
         clear()
@@ -363,11 +386,18 @@ def main():
     zip_path = sys.argv[sys.argv.index("--") + 1]
     install(zip_path)
     out = {"blender": list(bpy.app.version)}
-    for name, fn in [("rope_pin", rope_with_moving_pin), ("wind_plus_x", lambda: pole_in_wind(90.0)),
-                     ("wind_minus_x", lambda: pole_in_wind(-90.0)), ("live", live_curve_step_and_restore),
-                     ("hook", hooked_curve), ("storm", storm_on_sapling), ("seed_models", seed_models_on_a_rope),
-                     ("colliders", rope_on_colliders), ("panel", panel_draws),
-                     ("breakage", breaking_pole)]:
+    for name, fn in [
+        ("rope_pin", rope_with_moving_pin),
+        ("wind_plus_x", lambda: pole_in_wind(90.0)),
+        ("wind_minus_x", lambda: pole_in_wind(-90.0)),
+        ("live", live_curve_step_and_restore),
+        ("hook", hooked_curve),
+        ("storm", storm_on_sapling),
+        ("seed_models", seed_models_on_a_rope),
+        ("colliders", rope_on_colliders),
+        ("panel", panel_draws),
+        ("breakage", breaking_pole),
+    ]:
         try:
             out[name] = fn()
         except Exception:

@@ -15,6 +15,7 @@
         OUT_DIR/bpy5/, disables the extension, reopens the result and runs ``verify`` on it.
 Each phase prints one line ``E2E_RESULT {json}``.
 """
+
 import json
 import os
 import shutil
@@ -25,20 +26,22 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_input import wind_field  # noqa: E402
 
 
-WIND_MPS = 8.0     # the Wind field's strength: m/s at the default Field Speed of 1 m/s per unit
+WIND_MPS = 8.0  # the Wind field's strength: m/s at the default Field Speed of 1 m/s per unit
 
 
 def argv():
-    return sys.argv[sys.argv.index("--") + 1:]
+    return sys.argv[sys.argv.index("--") + 1 :]
 
 
 def span_tails(session):
     """World positions of the far end of every bone's segment (n_bones, 3)."""
     from importlib import import_module
+
     seg = session.bone_segment
     sim = session.sim
     local = np.zeros((seg.size, 3))
@@ -48,6 +51,7 @@ def span_tails(session):
 
 def install(zip_path):
     import addon_utils
+
     assert bpy.ops.preferences.addon_install(filepath=zip_path, overwrite=True) == {"FINISHED"}
     addon_utils.enable("stiff_rods", default_set=True, handle_error=lambda exc: (_ for _ in ()).throw(exc))
     assert addon_utils.check("stiff_rods")[1], "stiff_rods did not enable"
@@ -71,6 +75,7 @@ def bpy5_phase(out, frames, zip_path):
     bpy.ops.wm.open_mainfile(filepath=os.path.join(out, "sapling.blend"))
     run_bake(None, work, frames, mod)
     import addon_utils
+
     addon_utils.disable(mod, default_set=True)
     bpy.ops.wm.open_mainfile(filepath=os.path.join(work, "tree.blend"))
     verify_phase(work, frames, export=False)
@@ -80,6 +85,7 @@ def prune_twig_bones(arm):
     """Delete the bones of every terminal branch (no other branch's bone hangs from it): a rig like the one
     Sapling makes for mesh trees (bones only for the first armLevels levels). The bake adds them back."""
     import re
+
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
     eb = arm.data.edit_bones
@@ -117,8 +123,12 @@ def run_bake(preset, out, frames, mod):
     arm.stiff_rods.use_leaves = preset in (None, "quaking_aspen", "white_birch")
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
     s = session_mod.SESSIONS[arm.name]
-    result.update(segments=s.model.n_segments, bones=len(s.source.bone_names), branches=len(s.source.branches),
-                  prestress_capped=s.prestress_capped)
+    result.update(
+        segments=s.model.n_segments,
+        bones=len(s.source.bone_names),
+        branches=len(s.source.branches),
+        prestress_capped=s.prestress_capped,
+    )
     # the live step function (the modal timer's body): in still air the pre-stressed tree holds its
     # shape; in the wind its bones move; then Esc-like restore
     rest = np.array([pb.matrix.to_quaternion() for pb in arm.pose.bones[:50]])
@@ -126,7 +136,7 @@ def run_bake(preset, out, frames, mod):
     for key, blowing in (("still_air_max_bone_change", False), ("live_max_bone_change", True)):
         scene.frame_set(1)
         s.set_wind(wind_mod.SceneWind.from_scene(scene) if blowing else None)
-        s.reset(1, scene, live=True)      # as the Simulate operator does
+        s.reset(1, scene, live=True)  # as the Simulate operator does
         result["live_factor_reuse"] = (s.sim.factor_reuse, scene.stiff_rods.live_matrix_reuse)
         for _ in range(3):
             ops_mod.step_live(s, scene)
@@ -135,7 +145,7 @@ def run_bake(preset, out, frames, mod):
         result[key] = float(np.max(np.abs(moved - rest)))
     result["live_frame"] = scene.frame_current
     ops_mod._restore_modes(arm, modes)
-    s.write_rest()                         # as Esc does: the leaves mesh back where it was
+    s.write_rest()  # as Esc does: the leaves mesh back where it was
     scene.frame_set(1)
     # bake (into the saved file: the leaves' point cache goes next to it), then simulate again
     # independently for the reference tails and leaf vertices
@@ -178,7 +188,9 @@ def run_bake(preset, out, frames, mod):
     if cache:
         shutil.move(cache + ".keep", cache)
     result["bones_after_free"] = len(arm.data.bones)
-    result["action_after_free"] = arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
+    result["action_after_free"] = (
+        arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
+    )
     print("E2E_RESULT " + json.dumps(result))
 
 
@@ -197,15 +209,19 @@ def bone_world_deform(arm):
     """World-space deformation matrix of every bone: M_arm · P_pose · B_rest⁻¹ · M_arm⁻¹."""
     mw = np.array(arm.matrix_world)
     mwi = np.linalg.inv(mw)
-    return {pb.name: mw @ np.array(pb.matrix) @ np.linalg.inv(np.array(pb.bone.matrix_local)) @ mwi
-            for pb in arm.pose.bones}
+    return {
+        pb.name: mw @ np.array(pb.matrix) @ np.linalg.inv(np.array(pb.bone.matrix_local)) @ mwi for pb in arm.pose.bones
+    }
 
 
 def verify_phase(out, frames, export):
     import addon_utils
+
     enabled = [m.__name__ for m in addon_utils.modules() if addon_utils.check(m.__name__)[1]]
-    result = {"stiff_rods_enabled": any("stiff_rods" in m for m in enabled),
-              "stiff_rods_ops": hasattr(bpy.ops, "stiff_rods") and "bake" in dir(bpy.ops.stiff_rods)}
+    result = {
+        "stiff_rods_enabled": any("stiff_rods" in m for m in enabled),
+        "stiff_rods_ops": hasattr(bpy.ops, "stiff_rods") and "bake" in dir(bpy.ops.stiff_rods),
+    }
     expected = np.load(os.path.join(out, "expected_tails.npy"))
     with open(os.path.join(out, "bone_names.json")) as fh:
         names = json.load(fh)
@@ -245,8 +261,11 @@ def verify_phase(out, frames, export):
         result["leaves_match_simulation_max_error_m"] = float(np.max(np.linalg.norm(leaf_pos[1] - want, axis=1)))
         result["leaves_max_motion_m"] = float(np.linalg.norm(leaf_pos[1] - leaf_pos[0], axis=1).max())
         groups = {g.index: g.name for g in leaves.vertex_groups}
-        single = [(v.index, groups[v.groups[0].group]) for v in leaves.data.vertices
-                  if len(v.groups) == 1 and groups[v.groups[0].group] in bone_deform[1]]
+        single = [
+            (v.index, groups[v.groups[0].group])
+            for v in leaves.data.vertices
+            if len(v.groups) == 1 and groups[v.groups[0].group] in bone_deform[1]
+        ]
         idx = np.array([i for i, _ in single])
         t = np.array([bone_deform[1][name] @ np.linalg.inv(bone_deform[0][name]) for _, name in single])
         p0 = np.concatenate((leaf_pos[0][idx], np.ones((idx.size, 1))), axis=1)
@@ -257,8 +276,11 @@ def verify_phase(out, frames, export):
         # every leaf vertex weighted to a single bone must move rigidly with that bone
         moved = np.linalg.norm(leaf_pos[1] - leaf_pos[0], axis=1)
         groups = {g.index: g.name for g in leaves.vertex_groups}
-        single = [(v.index, groups[v.groups[0].group]) for v in leaves.data.vertices
-                  if len(v.groups) == 1 and v.groups[0].weight > 0.999 and groups[v.groups[0].group] in bone_deform[1]]
+        single = [
+            (v.index, groups[v.groups[0].group])
+            for v in leaves.data.vertices
+            if len(v.groups) == 1 and v.groups[0].weight > 0.999 and groups[v.groups[0].group] in bone_deform[1]
+        ]
         idx = np.array([i for i, _ in single])
         t = np.array([bone_deform[1][name] @ np.linalg.inv(bone_deform[0][name]) for _, name in single])
         p0 = np.concatenate((leaf_pos[0][idx], np.ones((idx.size, 1))), axis=1)
@@ -278,8 +300,12 @@ def verify_phase(out, frames, export):
             g = json.load(fh)
         anims = g.get("animations", [])
         result["gltf_animations"] = len(anims)
-        result["gltf_rotation_channels"] = sum(1 for a in anims for c in a["channels"] if c["target"]["path"] == "rotation")
-        result["gltf_keyframes"] = max((g["accessors"][smp["input"]]["count"] for a in anims for smp in a["samplers"]), default=0)
+        result["gltf_rotation_channels"] = sum(
+            1 for a in anims for c in a["channels"] if c["target"]["path"] == "rotation"
+        )
+        result["gltf_keyframes"] = max(
+            (g["accessors"][smp["input"]]["count"] for a in anims for smp in a["samplers"]), default=0
+        )
     print("E2E_RESULT " + json.dumps(result))
 
 

@@ -15,6 +15,7 @@ installed in an isolated profile, on a Sapling quaking aspen in a Wind field, dr
 
 One line ``GUI_RESULT {json}``.
 """
+
 import json
 import os
 import sys
@@ -86,7 +87,7 @@ def script():
     OUT["modes_restored"] = {pb.rotation_mode for pb in arm.pose.bones} == modes_before
     frame = scene.frame_current
     yield 1.0
-    OUT["frame_still_after_esc"] = scene.frame_current == frame          # no timer left stepping
+    OUT["frame_still_after_esc"] = scene.frame_current == frame  # no timer left stepping
     # 2. modal bake to the end
     OUT["bake_invoke"] = sorted(invoke(bpy.ops.stiff_rods.bake, frame_start=1, frame_end=12))
     OUT["bake_running_after_invoke"] = not baked(arm)
@@ -105,9 +106,11 @@ def script():
     yield 0.3
     esc()
     yield 1.0
-    OUT["cancelled_bake_wrote_nothing"] = (not baked(arm) and len(bpy.data.actions) == actions_before
-                                           and (arm.animation_data.action.name if arm.animation_data.action else None)
-                                           == action_before)
+    OUT["cancelled_bake_wrote_nothing"] = (
+        not baked(arm)
+        and len(bpy.data.actions) == actions_before
+        and (arm.animation_data.action.name if arm.animation_data.action else None) == action_before
+    )
     OUT["frame_after_cancel"] = scene.frame_current
 
 

@@ -22,6 +22,7 @@ without raising; the extension is uninstalled and its wheel removed.
 
 The last line printed is ``INSTALL_CHECK OK {json}`` or ``INSTALL_CHECK FAIL {json}``.
 """
+
 import json
 import os
 import subprocess
@@ -37,7 +38,7 @@ RESTART_TIMEOUT = 300
 
 
 def parse_args():
-    args = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+    args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
     if len(args) != 2 or args[1] not in MODES:
         raise SystemExit(f"usage: install_check.py ZIP {'|'.join(MODES)}")
     return os.path.abspath(args[0]), args[1]
@@ -60,11 +61,11 @@ def check_enabled(name, info):
     module = sys.modules[name]
     info["module"] = name
     info["file"] = module.__file__
-    user_dirs = [os.environ[k] for k in ("BLENDER_USER_RESOURCES", "BLENDER_USER_SCRIPTS")
-                 if os.environ.get(k)]
+    user_dirs = [os.environ[k] for k in ("BLENDER_USER_RESOURCES", "BLENDER_USER_SCRIPTS") if os.environ.get(k)]
     assert user_dirs, "run with an isolated profile: set BLENDER_USER_RESOURCES / BLENDER_USER_SCRIPTS"
     assert any(under(module.__file__, d) for d in user_dirs), (
-        f"{name} was loaded from {module.__file__}, not from the isolated profile {user_dirs}")
+        f"{name} was loaded from {module.__file__}, not from the isolated profile {user_dirs}"
+    )
     return module
 
 
@@ -101,8 +102,7 @@ def check_solver(module, info):
 
     solver = __import__(module.__name__ + ".solver", fromlist=["solver"])
     points = np.stack([np.linspace(0.0, 1.0, 11), np.zeros(11), np.zeros(11)], axis=1)
-    model = solver.rod_from_polyline(points, radius=0.01, youngs_modulus=1e9, density=1000.0,
-                                     pinned=["start"])
+    model = solver.rod_from_polyline(points, radius=0.01, youngs_modulus=1e9, density=1000.0, pinned=["start"])
     sim = solver.Simulator(model, dt=1 / 60)
     for _ in range(5):
         sim.step()
@@ -126,8 +126,17 @@ def restart(zip_path, mode, info):
     """Run the ``-restart`` phase in a new Blender on the same profile; merge its report."""
     if mode == "legacy":
         # No --factory-startup: the saved preferences (enabled add-ons) must be loaded.
-        cmd = [bpy.app.binary_path, "-b", "--python-exit-code", "1", "--python", __file__,
-               "--", zip_path, "legacy-restart"]
+        cmd = [
+            bpy.app.binary_path,
+            "-b",
+            "--python-exit-code",
+            "1",
+            "--python",
+            __file__,
+            "--",
+            zip_path,
+            "legacy-restart",
+        ]
     else:
         cmd = [sys.executable, __file__, zip_path, "extension-restart"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RESTART_TIMEOUT)
@@ -135,9 +144,10 @@ def restart(zip_path, mode, info):
     if done.returncode != 0 or not lines or not lines[-1].startswith("INSTALL_CHECK OK "):
         sys.stdout.write(done.stdout[-20000:])
         sys.stderr.write(done.stderr[-20000:])
-        raise AssertionError(f"restart phase failed (exit {done.returncode}): "
-                             + (lines[-1] if lines else "no INSTALL_CHECK line"))
-    info["restart"] = json.loads(lines[-1][len("INSTALL_CHECK OK "):])
+        raise AssertionError(
+            f"restart phase failed (exit {done.returncode}): " + (lines[-1] if lines else "no INSTALL_CHECK line")
+        )
+    info["restart"] = json.loads(lines[-1][len("INSTALL_CHECK OK ") :])
 
 
 def legacy(zip_path, info):
@@ -159,15 +169,19 @@ def legacy_restart(zip_path, info):
 
 
 def extension_site_packages():
-    return os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
-                        "python{}.{}".format(*sys.version_info[:2]), "site-packages")
+    return os.path.join(
+        bpy.utils.user_resource("EXTENSIONS"),
+        ".local",
+        "lib",
+        "python{}.{}".format(*sys.version_info[:2]),
+        "site-packages",
+    )
 
 
 def extension(zip_path, info):
     repos = bpy.context.preferences.extensions.repos
     assert any(r.module == "user_default" for r in repos), "no user_default extension repository"
-    result = bpy.ops.extensions.package_install_files(
-        filepath=zip_path, repo="user_default", enable_on_install=True)
+    result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
     assert result == {"FINISHED"}, f"package_install_files returned {result}"
     check_classes(check_enabled(EXT_MODULE, info), info)
     site = extension_site_packages()
@@ -188,7 +202,8 @@ def extension_restart(zip_path, info):
     classes = check_classes(module, info)
     check_solver(module, info)
     assert under(info["scipy_file"], site), (
-        f"scipy was not loaded from the bundled wheel in {site}: {info['scipy_file']}")
+        f"scipy was not loaded from the bundled wheel in {site}: {info['scipy_file']}"
+    )
     check_disable(EXT_MODULE, classes)
     repos = list(bpy.context.preferences.extensions.repos)
     repo_index = [r.module for r in repos].index("user_default")
@@ -201,12 +216,15 @@ def extension_restart(zip_path, info):
 
 def main():
     zip_path, mode = parse_args()
-    info = {"mode": mode, "blender": bpy.app.version_string, "python": sys.version.split()[0],
-            "zip": zip_path}
+    info = {"mode": mode, "blender": bpy.app.version_string, "python": sys.version.split()[0], "zip": zip_path}
     try:
         assert os.path.isfile(zip_path), f"no such zip: {zip_path}"
-        {"legacy": legacy, "extension": extension, "legacy-restart": legacy_restart,
-         "extension-restart": extension_restart}[mode](zip_path, info)
+        {
+            "legacy": legacy,
+            "extension": extension,
+            "legacy-restart": legacy_restart,
+            "extension-restart": extension_restart,
+        }[mode](zip_path, info)
         if mode in ("legacy", "extension"):
             restart(zip_path, mode, info)
     except BaseException as ex:  # noqa: BLE001 - report everything, including SystemExit
