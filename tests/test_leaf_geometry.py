@@ -119,3 +119,21 @@ def test_leaves_are_the_connected_pieces_of_the_mesh():
     np.testing.assert_allclose(f["leaf_area"], [0.02, 0.04], atol=1e-12)
     np.testing.assert_allclose(f["leaf_length"][1], 0.4, atol=1e-12)  # 0.1 → 0.5 m out from the trunk
     np.testing.assert_allclose(f["leaf_stem"][1], [0.1, 0.05, 0.5], atol=1e-12)
+
+
+def test_stems_are_found_on_the_branch_as_drawn():
+    """A round hex leaf (leafScaleX 1) grows from a bowed branch toward its chord: measured to the straight
+    span its side edge is nearer than its base (0.035 m against 0.05 m), measured to the curve as drawn
+    its base is on the branch, so the base is the stem."""
+    t = np.linspace(0.0, 1.0, 33)
+    drawn = np.stack((0.2 * t * (1 - t), np.zeros_like(t), t), 1)  # bows 5 cm off its chord at z = 0.5
+    branch = (drawn[[0, -1]], np.array([0.02, 0.02]))  # one span, the chord
+    base = drawn[16]
+    co = _hex_leaf(base, [-1.0, 0, 0], [0, 0, 1.0], 0.17, 1.0)  # pointing at the chord, blade in the xz-plane
+    loops = np.array([0, 1, 2, 3, 0, 3, 4, 5])
+    chord = leaf_frames(co, [0, 4], [4, 4], loops, [branch])
+    assert np.linalg.norm(chord["leaf_stem"][0] - base) > 0.08  # a side of the leaf
+    curved = leaf_frames(co, [0, 4], [4, 4], loops, [branch], [(drawn, np.zeros(32, np.int64))])
+    np.testing.assert_allclose(curved["leaf_stem"][0], base, atol=1e-12)
+    np.testing.assert_allclose(curved["leaf_axis"][0], [-1.0, 0, 0], atol=1e-12)
+    assert tuple(curved["leaf_parent"][0]) == (0, 0)
