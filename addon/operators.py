@@ -208,7 +208,8 @@ class BakeRun:
     def __init__(self, scene, session: Session, start: int, end: int, extra_segments=None):
         self.scene, self.session, self.start, self.end = scene, session, start, end
         self.frame_before = scene.frame_current
-        self.frames = []
+        # one sample per frame: the bone segments' orientations (k, 4), or a curve's list of ControlPoints
+        self.frames: list[np.ndarray | list] = []
         if session.source.armature is not None:  # world orientations of the bones' segments (and of the
             seg = session.bone_segment  # segments of bones the bake will add), made local at the end
             if extra_segments is not None:
@@ -216,7 +217,7 @@ class BakeRun:
             self.sample = lambda: session.sim.orientations[seg].copy()
         else:
             self.sample = session.control_points_now
-        self.leaf_frames = []
+        self.leaf_frames: list[np.ndarray] = []  # float32 leaf-mesh base coordinates per frame
         try:
             session.reset(start, scene)
             self._take()

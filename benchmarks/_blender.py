@@ -39,7 +39,7 @@ def blender_env() -> dict:
 def relaunch(script: str, blend: str, args: list) -> dict:
     cmd = ["blender", "-b", "--factory-startup", blend, "--python", script, "--"] + args
     proc = subprocess.run(cmd, capture_output=True, text=True, env=blender_env())
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"blender failed (exit {proc.returncode})")
@@ -60,6 +60,7 @@ def add_wind_field(speed_mps: float) -> None:
     """A Wind force field blowing along +X (its +Z axis turned there) at ``speed_mps`` [m/s] with the default
     Field Speed of 1 m/s per unit of strength; nothing for a speed ≤ 0."""
     import math
+
     import bpy
 
     if speed_mps > 0:

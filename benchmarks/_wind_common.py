@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sapling_data import load  # noqa: E402
+
 from solver import Simulator  # noqa: E402
 from solver.build import tree_builder  # noqa: E402
 from solver.build.materials import Material  # noqa: E402

@@ -22,7 +22,7 @@ def inner(frames: int, wind_mps: float) -> dict:
     import bpy
     import numpy as np
 
-    mod = _blender.load_addon()
+    _blender.load_addon()
     from stiff_rods.addon import keyframes
     from stiff_rods.addon.session import Session
     from stiff_rods.addon.wind import SceneWind

@@ -19,8 +19,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Simulator  # noqa: E402
-from solver.core.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
 from solver.build.scenes import cantilever, cantilever_period, cantilever_tip_deflection  # noqa: E402
+from solver.core.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
 
 FORCE_N = 1000.0
 

@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Simulator  # noqa: E402
-from solver.core.model import cross_section_moments  # noqa: E402
 from solver.build.scenes import cantilever  # noqa: E402
+from solver.core.model import cross_section_moments  # noqa: E402
 
 DT = 1.0 / 60.0
 LENGTH, RADIUS, E_MOD, DENSITY, G = 10.0, 0.5, 1e9, 1000.0, 9.81

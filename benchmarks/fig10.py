@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from convergence import DENSITY, DT, E_MOD, LENGTH, RADIUS, G, bring_to_rest, restore_and_predict, snapshot  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
-from convergence import DT, DENSITY, E_MOD, G, LENGTH, RADIUS, bring_to_rest, restore_and_predict, snapshot  # noqa: E402
+
 from solver.core import quaternion as quat  # noqa: E402
 from solver.models.paobcr import PaOBCRRod  # noqa: E402
 from solver.models.pber import PBERRod  # noqa: E402
@@ -42,9 +43,9 @@ def log(*a):
 
 
 def rest_centerline(sim) -> np.ndarray:
-    l = sim.model.lengths
-    half = np.zeros((l.size, 3))
-    half[:, 2] = 0.5 * l
+    lengths = sim.model.lengths
+    half = np.zeros((lengths.size, 3))
+    half[:, 2] = 0.5 * lengths
     start = sim.positions - quat.rotate(sim.orientations, half)
     end = sim.positions + quat.rotate(sim.orientations, half)
     return np.concatenate((start[:1], 0.5 * (end[:-1] + start[1:]), end[-1:]))
@@ -53,9 +54,9 @@ def rest_centerline(sim) -> np.ndarray:
 def particle_rod(cls, sim, ordering: str):
     """A PaOBCR/PBER cantilever identical in geometry and material, put into the KKT rest state."""
     n = N_SEGMENTS
-    l = LENGTH / n
+    seg = LENGTH / n
     pts = np.zeros((n + 2, 3))
-    pts[:, 0] = np.linspace(-l, LENGTH, n + 2)
+    pts[:, 0] = np.linspace(-seg, LENGTH, n + 2)
     rod = cls(pts, RADIUS, E_MOD, None, DENSITY, ordering=ordering, gravity=(0.0, 0.0, -G), iterations=1)
     k = rod.n_points
     rod.x[:k] = rest_centerline(sim)
@@ -89,7 +90,7 @@ def trace(open_step, iterate, residual, cap: int, budget: float) -> dict:
                 its.append(k)
                 res.append(r)
             break
-    at = dict(zip(its, res))
+    at = dict(zip(its, res, strict=True))
     out = {f"residual_{m}": at.get(m) for m in MARKS if m <= cap}
     out.update(
         {
@@ -97,7 +98,7 @@ def trace(open_step, iterate, residual, cap: int, budget: float) -> dict:
             "ms_per_iteration": 1e3 * spent / k,
             "best_residual": float(np.nanmin(res)),
             "final_residual": res[-1],
-            "trace": [[i, r] for i, r in zip(its, res)],
+            "trace": [[i, r] for i, r in zip(its, res, strict=True)],
         }
     )
     return out
@@ -128,7 +129,7 @@ def main() -> None:
         for ordering in ("bilateral", "colored"):
             rod = particle_rod(cls, sim, ordering)
             key = name if ordering == "bilateral" else f"{name}_colored"
-            results[key] = trace(lambda: rod.begin_step(DT), rod.iterate, rod.residual, args.cap, args.budget)
+            results[key] = trace(lambda rod=rod: rod.begin_step(DT), rod.iterate, rod.residual, args.cap, args.budget)
             log(
                 f"{key}: {results[key]['iterations_run']} iterations, {results[key]['ms_per_iteration']:.3f} ms/it, "
                 f"r1 {results[key]['residual_1']:.3g}, best {results[key]['best_residual']:.3g}"

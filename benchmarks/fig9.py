@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from convergence import DENSITY, G, LENGTH, RADIUS, run_size  # noqa: E402
+from convergence import DENSITY, LENGTH, RADIUS, G, run_size  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
+
 from solver.core.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
 
 

@@ -2,13 +2,14 @@
 the pendulum θ'' = −sin θ energy drift per integrator.
 
 Scene: a soft thread (L = 0.5 m, 10 edges, r = 1 cm, E = 5 kPa, G = E/2.6, ρ = 1000 kg/m³, mass
-damping 0.5 /s, spring dashpots β = 2 ms), clamped at one end, released horizontally under gravity. For each integrator the
-largest stable Δt is found by bisection (stable = every state finite and the total energy never more
-than 0.1·m g L above its start during 10 s), then the median time per step is measured; score = max
-Δt / time per step (the seed's ratio). "pendulum_energy_drift_rel": θ'' = −sin θ from θ = 1 rad at
-rest, 100 s, per Δt: max |ΔH|/|H0| and signed final ΔH/|H0| (H0 = −cos 1), and whether it was pumped
-over the top. "symplectic_measured": det of the one-step map on the pendulum is 1 (to 1e-8) at h = 0.5. XPBD with the direct solver (3 iterations) runs the same thread at fixed
-Δt up to 40 ms.
+damping 0.5 /s, spring dashpots β = 2 ms), clamped at one end, released horizontally under gravity. For
+each integrator the largest stable Δt is found by bisection (stable = every state finite and the total
+energy never more than 0.1·m g L above its start during 10 s), then the median time per step is
+measured; score = max Δt / time per step (the seed's ratio). "pendulum_energy_drift_rel": θ'' = −sin θ
+from θ = 1 rad at rest, 100 s, per Δt: max |ΔH|/|H0| and signed final ΔH/|H0| (H0 = −cos 1), and
+whether it was pumped over the top. "symplectic_measured": det of the one-step map on the pendulum is 1
+(to 1e-8) at h = 0.5. XPBD with the direct solver (3 iterations) runs the same thread at fixed Δt up
+to 40 ms.
 
     python3 benchmarks/integrators.py --json     # last stdout line: one JSON object; writes docs/integrators.png
 """
@@ -29,10 +30,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from plotting import pyplot, save  # noqa: E402
+
+from solver.core.timestep import NonFiniteStateError  # noqa: E402
 from solver.models.dlo import DLORod  # noqa: E402
 from solver.models.integrators import INTEGRATORS, get_integrator, step_map_jacobian_det  # noqa: E402
 from solver.models.rod_models import StiffRod  # noqa: E402
-from solver.core.timestep import NonFiniteStateError  # noqa: E402
 
 LENGTH, EDGES, RADIUS, E_MOD, DENSITY, DAMPING, G = 0.5, 10, 0.01, 5e3, 1000.0, 0.5, 9.81
 SPRING_DAMPING = (
@@ -128,7 +130,7 @@ def xpbd_same_scene(dts, duration: float) -> dict:
         rod = StiffRod(thread_points(), RADIUS, E_MOD, None, DENSITY, solver="kkt", iterations=3, damping=DAMPING)
         m = rod.model.masses
 
-        def energy():
+        def energy(rod=rod, m=m):
             return rod.kinetic_energy() - float(np.sum(m * (rod.sim.positions @ rod.gravity)))
 
         e0, worst, ok = energy(), -np.inf, True
@@ -196,7 +198,7 @@ def main() -> None:
             "area_det_h0.5": det,
             "force_evaluations": INTEGRATORS[name].evaluations,
             "pendulum_energy_drift_rel": drift,
-            "seed": dict(zip(("max_dt_s", "ms", "symplectic", "score"), SEED_TABLE[name])),
+            "seed": dict(zip(("max_dt_s", "ms", "symplectic", "score"), SEED_TABLE[name], strict=True)),
         }
         log(
             f"{name:>20}: max dt {dt_max * 1e3:7.3f} ms, {tps * 1e3:.3f} ms/step, score {dt_max / tps:8.2f}, "

@@ -28,8 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Simulator, rod_from_polyline  # noqa: E402
-from solver.core import quaternion as quat  # noqa: E402
 from solver.contact import Contacts  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 
 
 def writhe(points: np.ndarray) -> float:
@@ -109,7 +109,7 @@ def run(
     joint_gap = 0.0
     contacts_max = 0
     t0 = time.perf_counter()
-    for k in range(steps):
+    for _ in range(steps):
         sim.step()
         contacts_max = max(contacts_max, contacts.n_active)
         min_gap = min(min_gap, contacts.surface_gaps(sim)[0])

@@ -29,7 +29,7 @@ def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse
     import numpy as np
 
     _blender.load_addon()
-    from stiff_rods.addon.operators import step_live, _switch_to_quaternions
+    from stiff_rods.addon.operators import _switch_to_quaternions, step_live
     from stiff_rods.addon.session import Session
     from stiff_rods.addon.wind import SceneWind
 
@@ -94,7 +94,7 @@ def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse
     if reuse:
         exact = runs[0]
         out["fps_exact_newton"] = float(np.median([r["fps"] for r in exact]))
-        out["speedup_vs_exact"] = float(np.median([a["fps"] / b["fps"] for a, b in zip(best, exact)]))
+        out["speedup_vs_exact"] = float(np.median([a["fps"] / b["fps"] for a, b in zip(best, exact, strict=True)]))
         out["residual_median_exact"] = float(np.median(exact[0]["res"]))
         out["residual_p90_exact"] = float(np.percentile(exact[0]["res"], 90))
         d = np.max(np.linalg.norm(best[0]["path"] - exact[0]["path"], axis=2), axis=1)

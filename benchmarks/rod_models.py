@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from plotting import pyplot, save  # noqa: E402
-from solver.core import quaternion as quat  # noqa: E402
+
 from solver.build.curve_measures import writhe  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 from solver.models.rod_models import make_rod  # noqa: E402
 
 RADIUS, E_MOD, DENSITY, DT, ITER = 0.01, 1e7, 1000.0, 0.01, 10

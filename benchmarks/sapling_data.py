@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _blender  # noqa: E402
+
 from solver.build.leaves import leaf_frames  # noqa: E402
 
 CACHE = Path(os.environ.get("STIFF_RODS_CACHE", Path.home() / ".cache" / "stiff-rods")) / "sapling"
@@ -88,7 +90,7 @@ def load(preset: str = "white_birch") -> dict:
         _export(preset, raw_path)
     raw = np.load(raw_path)
     off = raw["offsets"]
-    branches = [(raw["points"][a:b], raw["radii"][a:b]) for a, b in zip(off[:-1], off[1:])]
+    branches = [(raw["points"][a:b], raw["radii"][a:b]) for a, b in pairwise(off)]
     parents = [None if p[0] < 0 else (int(p[0]), int(p[1])) for p in raw["parents"]]
     out = dict(branches=branches, parents=parents)
     if "leaf_co" in raw:

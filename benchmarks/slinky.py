@@ -85,9 +85,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import RodModel, Simulator  # noqa: E402
-from solver.core import quaternion as quat  # noqa: E402
 from solver.contact import Contacts  # noqa: E402
 from solver.contact.colliders import Box, Plane  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 
 
 def helix_along(axis_point, tangent, normal, coils: int, per_coil: int, coil_radius: float) -> np.ndarray:
@@ -424,8 +424,9 @@ def run(
                 save_frames()  # a run stopped early still leaves its frames
         if verbose:
             print(
-                f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} self_gap {self_gap * 1e3:.4f} "
-                f"col_gap {col_gap * 1e3:.4f} mm  ms {times[-1] * 1e3:.0f}  ends_x {ends_x}",
+                f"t {sim.time:.2f} contacts {contacts.n_contacts} active {contacts.n_active} "
+                f"self_gap {self_gap * 1e3:.4f} col_gap {col_gap * 1e3:.4f} mm  "
+                f"ms {times[-1] * 1e3:.0f}  ends_x {ends_x}",
                 flush=True,
             )
         if trace and round(sim.time / trace, 6) % 1 == 0:

@@ -46,13 +46,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import sapling_tree  # noqa: E402
+
 from solver import NonFiniteStateError, Simulator  # noqa: E402
-from solver.core import quaternion as quat  # noqa: E402
 from solver.air.drag import AerodynamicDrag  # noqa: E402
+from solver.air.wind import WindField, storm  # noqa: E402
 from solver.build.materials import material  # noqa: E402
 from solver.build.prestress import beyond_joints, gravity_prestress  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 from solver.core.fracture import RUPTURE_STRAIN, Fracture, attached  # noqa: E402
-from solver.air.wind import WindField, storm  # noqa: E402
 
 
 def joint_bend(sim: Simulator) -> np.ndarray:

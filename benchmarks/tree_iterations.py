@@ -29,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sapling_data import load  # noqa: E402
+
 from solver import Simulator  # noqa: E402
 from solver.air.drag import AerodynamicDrag  # noqa: E402
-from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
 from solver.air.wind import WindField, storm  # noqa: E402
+from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
 
 THRESHOLDS = (1e-2, 1e-6, 1e-9)
 DT = 0.04

@@ -45,10 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import kinetic_damping, sapling_tree  # noqa: E402
+
 from solver import Simulator  # noqa: E402
 from solver.air.drag import AerodynamicDrag  # noqa: E402
-from solver.build.materials import material  # noqa: E402
 from solver.air.wind import WindField  # noqa: E402
+from solver.build.materials import material  # noqa: E402
 
 BREAST_HEIGHT = 1.3  # m
 MATERIAL_OF = {"quaking_aspen": "wood", "small_pine": "pine", "white_birch": "birch", "weeping_willow": "willow"}

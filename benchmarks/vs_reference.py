@@ -53,11 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from solver import Simulator  # noqa: E402
+from solver.build.scenes import cantilever  # noqa: E402
+from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
 from solver.core.joint_constraint import JointEvaluator  # noqa: E402
 from solver.core.model import cross_section_moments  # noqa: E402
-from solver.build.scenes import cantilever  # noqa: E402
-from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
 
 GRAVITY = (0.0, -9.81, 0.0)
 WOOD = dict(youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0)
@@ -187,7 +187,7 @@ class Reference:
         jp = model.joint_parent
         points = model.positions[jp] + quat.rotate(model.orientations[jp], model.joint_point_parent)
         ok = self.model.addDirectPositionBasedSolverForStiffRodsConstraint(
-            [(int(a), int(b)) for a, b in zip(jp, model.joint_child)],
+            [(int(a), int(b)) for a, b in zip(jp, model.joint_child, strict=True)],
             list(points),
             model.joint_radii[:, 0].tolist(),
             model.joint_lengths.tolist(),
@@ -204,7 +204,7 @@ class Reference:
     def points(self, segments: np.ndarray, local: np.ndarray) -> np.ndarray:
         """World positions of points given in OUR segment frames."""
         out = np.empty((segments.size, 3))
-        for k, (s, p) in enumerate(zip(segments.tolist(), local)):
+        for k, (s, p) in enumerate(zip(segments.tolist(), local, strict=True)):
             rb = self.bodies[s]
             x, y, z, w = rb.getRotation()
             out[k] = np.asarray(rb.getPosition()) + quat.rotate(

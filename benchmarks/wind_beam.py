@@ -26,11 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _wind_common import kinetic_damping  # noqa: E402
+
 from solver import Simulator  # noqa: E402
-from solver.air.drag import AerodynamicDrag, CD_BRANCH, RHO_AIR  # noqa: E402
-from solver.core.model import cross_section_moments  # noqa: E402
-from solver.build.scenes import cantilever  # noqa: E402
+from solver.air.drag import CD_BRANCH, RHO_AIR, AerodynamicDrag  # noqa: E402
 from solver.air.wind import WindField  # noqa: E402
+from solver.build.scenes import cantilever  # noqa: E402
+from solver.core.model import cross_section_moments  # noqa: E402
 
 LENGTH, RADIUS, YOUNGS, DENSITY, WIND = 2.0, 0.01, 10e9, 800.0, 5.0
 

@@ -86,8 +86,8 @@ def pc2_header(path):
 
 def summary_paths(lines):
     """The .blend and cache paths named by the summary lines."""
-    saved = [l.split(":", 1)[1].strip() for l in lines if l.strip().startswith("saved:")]
-    caches = [l.split(":", 1)[1].strip() for l in lines if l.strip().startswith("cache:")]
+    saved = [line.split(":", 1)[1].strip() for line in lines if line.strip().startswith("saved:")]
+    caches = [line.split(":", 1)[1].strip() for line in lines if line.strip().startswith("cache:")]
     return saved, caches
 
 
@@ -95,8 +95,8 @@ def check_output(proc, work, out_name, tmp, baseline=()):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{output[-6000:]}"
     lines = proc.stdout.splitlines()
-    assert sum(l.startswith(SUMMARY) for l in lines) == 1, output
-    assert sum("Saved" in l for l in output.splitlines()) <= 1, output
+    assert sum(line.startswith(SUMMARY) for line in lines) == 1, output
+    assert sum("Saved" in line for line in output.splitlines()) <= 1, output
     for noise in ("addon_utils.disable", "Total files", "Modules Installed", "STATUS "):
         assert noise not in output, f"{noise!r} in the output:\n{output}"
     assert not list(work.rglob("*.blend1")), "a .blend1 backup was left"
@@ -106,7 +106,11 @@ def check_output(proc, work, out_name, tmp, baseline=()):
     assert pc2_header(pc2)[1:] == (float(FRAMES[0]), FRAMES[1] - FRAMES[0] + 1)
     assert summary_paths(lines) == ([str(out)], [str(pc2)])
     # everything printed beyond Blender's own start/quit lines is the summary: what, add-on, .blend, cache
-    own = [l for l in lines if l.strip() and l not in baseline and "Read blend:" not in l and l != "Blender quit"]
+    own = [
+        line
+        for line in lines
+        if line.strip() and line not in baseline and "Read blend:" not in line and line != "Blender quit"
+    ]
     assert len(own) == 4 and own[0].startswith(SUMMARY) and own[1].startswith("  add-on: "), output
     assert not list(tmp.glob("stiff_rods*")), "the tool's temporary folder was left"
 

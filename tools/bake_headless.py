@@ -1,9 +1,11 @@
-"""Bake a Sapling tree headless, the way a user would script it.
+r"""Bake a Sapling tree headless, the way a user would script it.
 
 With Debian's Blender 3.4 (legacy add-on zip):
-    blender -b sample_blends/white_birch.blend --python tools/bake_headless.py -- --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --storm --out baked.blend
+    blender -b sample_blends/white_birch.blend --python tools/bake_headless.py -- \
+        --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --storm --out baked.blend
 With the bpy module (the Blender 4.2+ extension zip for your platform):
-    python3 tools/bake_headless.py --blend sample_blends/white_birch.blend --zip dist/stiff_rods-0.1.0-linux_x64.zip --frames 1 48 --out baked.blend
+    python3 tools/bake_headless.py --blend sample_blends/white_birch.blend \
+        --zip dist/stiff_rods-0.1.0-linux_x64.zip --frames 1 48 --out baked.blend
 
 Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
 folder and imported from there; the extension zip is installed into a temporary Blender user profile
@@ -314,7 +316,7 @@ def main():
         source, arm = load(bpy, args)
         bake(bpy, args, source, arm, enable(bpy, args, profile))
     except RuntimeError as exc:  # an operator's error report
-        raise SystemExit(f"bake_headless: {exc}".rstrip())
+        raise SystemExit(f"bake_headless: {exc}".rstrip()) from None
 
 
 main()

@@ -305,7 +305,7 @@ def build_extension_zip(
     if split_platforms:
         builds = [
             ([wheel], [p], out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip")
-            for wheel, p in zip(wheels, platforms)
+            for wheel, p in zip(wheels, platforms, strict=True)
         ]
     else:
         builds = [(wheels, platforms, out_dir / f"{PACKAGE}-{version}.zip")]

@@ -1,8 +1,9 @@
-"""Generate a real Sapling Tree Gen tree from one of its presets and save it as a .blend.
+r"""Generate a real Sapling Tree Gen tree from one of its presets and save it as a .blend.
 
 Run with Blender (Debian's 3.4 ships Sapling):
 
-    blender -b --factory-startup --python tools/make_sapling_tree.py -- white_birch out.blend [--no-leaves] [--arm-levels N]
+    blender -b --factory-startup --python tools/make_sapling_tree.py -- \
+        white_birch out.blend [--no-leaves] [--arm-levels N]
 """
 
 import ast

@@ -125,7 +125,7 @@ def launch(args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PATH"] = path
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RENDER_BIRCH ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RENDER_BIRCH ")]
     if proc.returncode != 0 or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"render_birch: Blender failed (exit {proc.returncode})")

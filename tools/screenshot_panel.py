@@ -130,8 +130,8 @@ def launch(args):
             os.killpg(proc.pid, signal.SIGTERM)  # xvfb-run, Xvfb and Blender: the group started here
             out, _ = proc.communicate()
             sys.stderr.write(out[-4000:])
-            raise SystemExit(f"screenshot_panel: Blender did not finish within {args.timeout:.0f} s")
-    lines = [l for l in out.splitlines() if l.startswith("SCREENSHOT_PANEL ")]
+            raise SystemExit(f"screenshot_panel: Blender did not finish within {args.timeout:.0f} s") from None
+    lines = [line for line in out.splitlines() if line.startswith("SCREENSHOT_PANEL ")]
     result = json.loads(lines[-1][len("SCREENSHOT_PANEL ") :]) if lines else None
     if not result or "error" in result:
         sys.stderr.write(out[-4000:])

@@ -119,7 +119,7 @@ def snapshot(evaluate=False):
 
 
 def first_diff(a, b, path=""):
-    if type(a) != type(b):
+    if type(a) is not type(b):
         return f"{path}: {a!r} -> {b!r}"
     if isinstance(a, dict):
         for k in sorted(set(a) | set(b), key=str):
@@ -132,7 +132,7 @@ def first_diff(a, b, path=""):
     if isinstance(a, (list, tuple)):
         if len(a) != len(b):
             return f"{path}: length {len(a)} -> {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             d = first_diff(x, y, f"{path}[{i}]")
             if d:
                 return d
@@ -221,7 +221,7 @@ def run_cases(arm, curve, leaves):
     for op in ("convert", "bake"):
         bad(f"curve_no_splines_{op}", op)
     for kind in ("BEZIER", "POLY"):
-        sp = cu.splines.new(kind)  # a new spline has one point
+        cu.splines.new(kind)  # a new spline has one point
     for op in ("convert", "bake"):
         bad(f"curve_single_point_splines_{op}", op)
     bpy.data.objects.remove(empty)

@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bad_input import activate, install, snapshot, first_diff, wind_field  # noqa: E402
+from bad_input import activate, first_diff, install, snapshot, wind_field  # noqa: E402
 
 FPS = 24
 
@@ -42,7 +42,7 @@ def bezier_curve(name, points, bevel=0.01):
     data.bevel_depth = bevel
     sp = data.splines.new("BEZIER")
     sp.bezier_points.add(len(points) - 1)
-    for bp, p in zip(sp.bezier_points, points):
+    for bp, p in zip(sp.bezier_points, points, strict=True):
         bp.co = p
         bp.handle_left_type = bp.handle_right_type = "VECTOR"
     obj = bpy.data.objects.new(name, data)
@@ -306,7 +306,7 @@ def rope_on_colliders():
         clear()
         bpy.context.scene.frame_end = 36
         if name == "sphere":
-            ball = collider("sphere", (1.0, 0.0, 0.0), radius=0.5, segments=64, ring_count=32)
+            collider("sphere", (1.0, 0.0, 0.0), radius=0.5, segments=64, ring_count=32)
             z0 = 0.8
         else:
             ground = collider("plane", (1.0, 0.0, 0.0), size=6.0)

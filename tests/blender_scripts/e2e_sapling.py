@@ -2,9 +2,10 @@
 
     blender -b --factory-startup --python e2e_sapling.py -- bake PRESET OUT_DIR FRAMES ZIP
         Installs the legacy add-on ZIP the way a user does (Preferences > Add-ons > Install; the caller
-        points BLENDER_USER_SCRIPTS/CONFIG at a temporary profile) and enables it. Generates a real Sapling tree from PRESET, converts it, runs the live step function, bakes
-        FRAMES frames, saves OUT_DIR/tree.blend, and the simulated span end points per frame to
-        OUT_DIR/expected_tails.npy (re-simulated independently of the bake).
+        points BLENDER_USER_SCRIPTS/CONFIG at a temporary profile) and enables it. Generates a real
+        Sapling tree from PRESET, converts it, runs the live step function, bakes FRAMES frames, saves
+        OUT_DIR/tree.blend, and the simulated span end points per frame to OUT_DIR/expected_tails.npy
+        (re-simulated independently of the bake).
     blender -b --factory-startup OUT_DIR/tree.blend --python e2e_sapling.py -- verify OUT_DIR FRAMES [export]
         With the add-on NOT enabled: plays the baked frames, compares bone tails with the
         simulation, checks every leaf vertex follows its bone rigidly, and with ``export`` writes
@@ -30,7 +31,6 @@ import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_input import wind_field  # noqa: E402
 
-
 WIND_MPS = 8.0  # the Wind field's strength: m/s at the default Field Speed of 1 m/s per unit
 
 
@@ -40,7 +40,6 @@ def argv():
 
 def span_tails(session):
     """World positions of the far end of every bone's segment (n_bones, 3)."""
-    from importlib import import_module
 
     seg = session.bone_segment
     sim = session.sim
