@@ -12,10 +12,10 @@ hierarchy). Keys of the returned dict:
   segment per bone span), ready for :func:`solver.build.tree_builder.tree_from_branches`;
 * ``parents``: list of ``(parent branch, parent span)`` or ``None`` per branch (``None``: let
   :func:`find_parent_spans` decide, as the add-on does for branches without bones);
-* leaves, one row per leaf polygon of Sapling's ``leaves`` mesh: ``leaf_center`` (L, 3) [m],
+* leaves, one row per leaf (a connected piece of Sapling's ``leaves`` mesh): ``leaf_center`` (L, 3) [m],
   ``leaf_normal`` (L, 3) unit, ``leaf_axis`` (L, 3) unit (stem → tip, in the leaf plane),
   ``leaf_length`` (L,) and ``leaf_width`` (L,) [m] (extents along the axis and across it),
-  ``leaf_area`` (L,) [m²] (polygon area), ``leaf_parent`` (L, 2) int (branch, span) of the branch
+  ``leaf_area`` (L,) [m²] (sum of its polygons), ``leaf_parent`` (L, 2) int (branch, span) of the branch
   span nearest to the leaf's stem point, and ``leaf_stem`` (L, 3) [m] that stem point.
 """
 

@@ -117,7 +117,7 @@ def run_bake(preset, out, frames, mod):
     if preset is not None:
         bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "sapling.blend"), copy=True)  # the untouched tree
     result = {"preset": preset}
-    # every leaf a segment on the aspen and the birch (18918 leaves); pine and willow keep leaves on their
+    # every leaf a segment on the aspen and the birch (9459 leaves); pine and willow keep leaves on their
     # bones, which bounds CI time (the willow would be ~50k segments, simulated twice here)
     arm.stiff_rods.use_leaves = preset in (None, "quaking_aspen", "white_birch")
     assert bpy.ops.stiff_rods.convert() == {"FINISHED"}
