@@ -32,15 +32,12 @@ def sapling_tree(name: str, wood: Material, leaf: Material | None = None, scale:
     attach = getattr(tree_builder, "attach_leaves", None)
     leaves = np.zeros(0, np.int64)
     if leaf is not None and attach is not None and "leaf_stem" in data:
+        # sapling_data's leaf_stem, leaf_axis, ... are attach_leaves' per-leaf arguments stem, axis, ...
+        per_leaf = {key: data[f"leaf_{key}"] for key in ("stem", "axis", "normal", "length", "width", "parent")}
         model, leaves = attach(
             model,
             branch_map,
-            stem=data["leaf_stem"],
-            axis=data["leaf_axis"],
-            normal=data["leaf_normal"],
-            length=data["leaf_length"],
-            width=data["leaf_width"],
-            parent=data["leaf_parent"],
+            **per_leaf,
             density=leaf.density,
             youngs_modulus=leaf.youngs_modulus,
             torsion_modulus=leaf.torsion_modulus,

@@ -8,7 +8,6 @@ keys vs the simulated segment ends, all frames), max_tail_motion_m. The tree sta
 (a Wind force field, ``--wind`` m/s, default 10): it is pre-stressed, so in still air it would not move.
 """
 
-import argparse
 import json
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _blender  # noqa: E402
+import _common  # noqa: E402
 
 
 def inner(frames: int, wind_mps: float) -> dict:
@@ -89,19 +89,15 @@ def main():
         argv = sys.argv[sys.argv.index("--") + 1 :]
         print(json.dumps(inner(int(argv[0]), float(argv[1]))))
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _common.arguments(__doc__)
     ap.add_argument("--blend", default=str(_blender.ROOT / "sample_blends" / "white_birch.blend"))
     ap.add_argument("--frames", type=int, default=48)
     ap.add_argument("--wind", type=float, default=10.0, help="steady wind speed [m/s] (0: still air)")
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = _blender.relaunch(__file__, args.blend, [str(args.frames), str(args.wind)])
     result["wind_mps"] = args.wind
     result["blend"] = args.blend
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k:>22}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:>22}: {}")
 
 
 if __name__ == "__main__":

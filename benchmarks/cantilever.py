@@ -8,8 +8,6 @@ first bending mode vs the continuum value 0.7148 s (ρ = 1000 kg/m³).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -17,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import Simulator  # noqa: E402
 from solver.build.scenes import cantilever, cantilever_period, cantilever_tip_deflection  # noqa: E402
@@ -66,8 +66,7 @@ def first_period(n: int, dt: float, duration: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--segments", type=int, default=50)
     ap.add_argument("--period-dt", type=float, default=1.0 / 1000.0, help="time step for the period run [s]")
     args = ap.parse_args()
@@ -99,10 +98,7 @@ def main() -> None:
         "target_rel_error_le": 1e-3,
         "target_met": bool(abs(rel) <= 1e-3),
     }
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k:>40}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:>40}: {}")
 
 
 if __name__ == "__main__":

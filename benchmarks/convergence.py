@@ -15,8 +15,6 @@ so that it fits --gs-budget seconds), or when it has stalled at the round-off fl
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
@@ -25,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import Simulator  # noqa: E402
 from solver.build.scenes import cantilever  # noqa: E402
@@ -249,9 +249,30 @@ def run_size(n: int, args) -> dict:
     return out
 
 
+def summary(results: dict, met: dict):
+    """The report's lines: a table of residuals, GS iterations to KKT's first and costs per size."""
+    yield (
+        f"{'segments':>8} {'KKT r1':>10} {'KKT r3':>10} {'GS r4':>10} {'GS→KKT1':>10} {'GS best':>10} "
+        f"{'KKT ms':>8} {'GS ms':>8} {'ratio':>6}"
+    )
+    for n, r in results.items():
+        match = (
+            str(r["gs_iters_to_match"])
+            if r["gs_iters_to_match"] is not None
+            else f">{r['gs_cap']}"
+            if r["gs_cap_reached"]
+            else r["gs_stop_reason"]
+        )
+        yield (
+            f"{n:>8} {r['kkt_residual_1']:10.3e} {r['kkt_residual_3']:10.3e} {r['gs_residual_4']:10.3e} "
+            f"{match:>10} {r['gs_best_residual']:10.3e} {r['kkt_ms_per_iteration']:8.3f} "
+            f"{r['gs_ms_per_iteration']:8.3f} {r['kkt_to_gs_cost_ratio']:6.2f}"
+        )
+    yield f"targets met: {met}"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: sizes 8 and 50, GS cap 2000, 3 repeats")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 8 50 1000)")
     ap.add_argument("--gs-cap", type=int, default=None, help="max GS iterations per size (default 100000)")
@@ -315,26 +336,7 @@ def main() -> None:
             "wall_s": time.perf_counter() - t0,
         }
     )
-    if not args.json:
-        print(
-            f"{'segments':>8} {'KKT r1':>10} {'KKT r3':>10} {'GS r4':>10} {'GS→KKT1':>10} {'GS best':>10} "
-            f"{'KKT ms':>8} {'GS ms':>8} {'ratio':>6}"
-        )
-        for n, r in results.items():
-            match = (
-                str(r["gs_iters_to_match"])
-                if r["gs_iters_to_match"] is not None
-                else f">{r['gs_cap']}"
-                if r["gs_cap_reached"]
-                else r["gs_stop_reason"]
-            )
-            print(
-                f"{n:>8} {r['kkt_residual_1']:10.3e} {r['kkt_residual_3']:10.3e} {r['gs_residual_4']:10.3e} "
-                f"{match:>10} {r['gs_best_residual']:10.3e} {r['kkt_ms_per_iteration']:8.3f} "
-                f"{r['gs_ms_per_iteration']:8.3f} {r['kkt_to_gs_cost_ratio']:6.2f}"
-            )
-        print("targets met:", met)
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=summary(results, met))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ PaOBCR and PBER run in the papers' order (bilateral) and in the vectorised even/
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
@@ -27,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _common  # noqa: E402
 from convergence import DENSITY, DT, E_MOD, LENGTH, RADIUS, G, bring_to_rest, restore_and_predict, snapshot  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
 
@@ -104,9 +103,18 @@ def trace(open_step, iterate, residual, cap: int, budget: float) -> dict:
     return out
 
 
+def summary(results: dict, shape: dict):
+    """The report's lines: residuals after 1, 10, 100, 1000 iterations and the cost of one, per method."""
+    for key, r in results.items():
+        yield (
+            f"{key:>15}: r1 {r['residual_1']:.3e}  r10 {r.get('residual_10')}  r100 {r.get('residual_100')}  "
+            f"r1000 {r.get('residual_1000')}  {r['ms_per_iteration']:.3f} ms/it  ({r['iterations_run']} its)"
+        )
+    yield str(shape)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--cap", type=int, default=100000, help="iteration cap per method (default 100000)")
     ap.add_argument("--budget", type=float, default=150.0, help="seconds of iterations per method (default 150)")
     ap.add_argument("--quick", action="store_true", help="cap 1000, budget 20 s")
@@ -181,14 +189,7 @@ def main() -> None:
         "plot": plot_path,
         "wall_s": time.perf_counter() - t_start,
     }
-    if not args.json:
-        for key, r in results.items():
-            print(
-                f"{key:>15}: r1 {r['residual_1']:.3e}  r10 {r.get('residual_10')}  r100 {r.get('residual_100')}  "
-                f"r1000 {r.get('residual_1000')}  {r['ms_per_iteration']:.3f} ms/it  ({r['iterations_run']} its)"
-            )
-        print(shape)
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=summary(results, shape))
 
 
 if __name__ == "__main__":

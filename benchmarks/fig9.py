@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _common  # noqa: E402
 from convergence import DENSITY, LENGTH, RADIUS, G, run_size  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
 
@@ -39,8 +40,7 @@ def joint_compliance_deflection(n: int, euler_bernoulli: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[8, 50, 1000])
     ap.add_argument("--gs-cap", type=int, default=100000, help="GS iterations at most per size")
     ap.add_argument("--gs-cap-large", type=int, default=10000, help="GS iterations at most for sizes > 100")
@@ -116,9 +116,7 @@ def main() -> None:
         "plot": plot_path,
         "wall_s": time.perf_counter() - t0,
     }
-    if not args.json:
-        print(json.dumps(summary, indent=1))
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=[json.dumps(summary, indent=1)])
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ to 40 ms.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
@@ -29,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _common  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
 
 from solver.core.timestep import NonFiniteStateError  # noqa: E402
@@ -172,9 +171,19 @@ def pendulum(name: str, h: float, t_end: float, theta0: float = 1.0):
     return stats, np.array(xs), np.array(vs)
 
 
+def summary(table: dict, ranking: list, targets: dict):
+    """The report's lines: largest stable Δt, cost per step and score per integrator, best first."""
+    for n in ranking:
+        r = table[n]
+        yield (
+            f"{n:>20} {r['max_dt_s'] * 1e3:8.3f} ms {r['ms_per_step']:7.3f} ms/step score {r['score']:8.2f} "
+            f"symplectic {r['symplectic_measured']}"
+        )
+    yield str(targets)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds per stability trial")
     ap.add_argument("--rel-tol", type=float, default=0.05, help="bisection stops at hi/lo ≤ 1 + this")
     ap.add_argument("--quick", action="store_true", help="2 s trials, 15 %% bisection tolerance")
@@ -269,15 +278,7 @@ def main() -> None:
         "plot": plot_path,
         "wall_s": time.perf_counter() - t_start,
     }
-    if not args.json:
-        for n in ranking:
-            r = table[n]
-            print(
-                f"{n:>20} {r['max_dt_s'] * 1e3:8.3f} ms {r['ms_per_step']:7.3f} ms/step score {r['score']:8.2f} "
-                f"symplectic {r['symplectic_measured']}"
-            )
-        print(targets)
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=summary(table, ranking, targets))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ Targets: |writhe| ≥ 2 and min_surface_gap_m ≥ −0.1 r.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import Simulator, rod_from_polyline  # noqa: E402
 from solver.contact import Contacts  # noqa: E402
@@ -135,16 +135,12 @@ def run(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--segments", type=int, default=100)
     ap.add_argument("--turns", type=float, default=10.0)
     args = ap.parse_args()
     result = run(segments=args.segments, turns=args.turns)
-    if not args.json:
-        for key, value in result.items():
-            print(f"{key:28s} {value}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:28s} {}")
 
 
 if __name__ == "__main__":

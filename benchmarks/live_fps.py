@@ -14,7 +14,6 @@ from the same start, for the speed ratio in one run (``speedup_vs_exact``) and t
 residuals and the largest distance between the two motions, segment by segment, over the run.
 """
 
-import argparse
 import json
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _blender  # noqa: E402
+import _common  # noqa: E402
 
 
 def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse: int, rounds: int) -> dict:
@@ -108,7 +108,7 @@ def main():
         argv = sys.argv[sys.argv.index("--") + 1 :]
         print(json.dumps(inner(int(argv[0]), int(argv[1]), argv[2] == "1", float(argv[3]), int(argv[4]), int(argv[5]))))
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _common.arguments(__doc__)
     ap.add_argument("--blend", default=str(_blender.ROOT / "sample_blends" / "white_birch.blend"))
     ap.add_argument("--ticks", type=int, default=48, help="frames per run")
     ap.add_argument("--rounds", type=int, default=3, help="runs per setting, alternating")
@@ -121,7 +121,6 @@ def main():
     ap.add_argument("--live-iterations", type=int, default=1, help="the scene's Live Iterations (default 1)")
     ap.add_argument("--wind", type=float, default=10.0, help="steady wind speed [m/s] (0: still air)")
     ap.add_argument("--leaves", action="store_true", help="every leaf a segment (the target is without)")
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = _blender.relaunch(
         __file__,
@@ -135,10 +134,7 @@ def main():
             str(args.rounds),
         ],
     )
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k:>18}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:>18}: {}")
 
 
 if __name__ == "__main__":

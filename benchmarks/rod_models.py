@@ -24,7 +24,6 @@ stiff_gs at 1000 would take 5–10 min each here), the direct solver at 10.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -36,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _common  # noqa: E402
 from plotting import pyplot, save  # noqa: E402
 
 from solver.build.curve_measures import writhe  # noqa: E402
@@ -241,8 +241,7 @@ def loop_scene(seconds: float, turns: float, approach: float, runs) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="5 frames, 0.5 s scenes, 10 iterations only")
     args = ap.parse_args()
@@ -319,9 +318,7 @@ def main() -> None:
         "plot": plot_path,
         "wall_s": time.perf_counter() - t_start,
     }
-    if not args.json:
-        print(json.dumps({k: out[k] for k in ("ms_per_frame", "ratios")}, indent=1))
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=[json.dumps({k: out[k] for k in ("ms_per_frame", "ratios")}, indent=1)])
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before numpy loads its BLAS thread pool
 
-import argparse  # noqa: E402
-import json  # noqa: E402
 import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -34,6 +32,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import Simulator  # noqa: E402
 from solver.build.scenes import chain, random_tree  # noqa: E402
@@ -119,9 +119,21 @@ def loglog_slope(sizes, ms) -> float | None:
     return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(ms, float)), 1)[0])
 
 
+def summary(scenes: list, detail: dict, slopes: dict, met: dict):
+    """The report's lines: cost per iteration per size and scene, then each scene's log-log slope."""
+    yield f"{'scene':>6} {'segments':>9} {'ms/iter':>10} {'symbolic s':>11} {'rounds':>7}"
+    for s in scenes:
+        for d in detail[s]:
+            yield (
+                f"{s:>6} {d['segments']:>9} {d['ms_per_iteration']:10.2f} {d['symbolic_s']:11.2f} "
+                f"{d['elimination_rounds']:>7}"
+            )
+        if slopes[s] is not None:
+            yield f"{s:>6} log-log slope {slopes[s]:.3f} (target ≤ {TARGET_SLOPE}): {'met' if met[s] else 'NOT met'}"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: 1000 and 10000 segments, 3 repeats")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 10000 100000)")
     ap.add_argument(
@@ -155,19 +167,7 @@ def main() -> None:
         "detail": detail,
         "wall_s": time.perf_counter() - t_all,
     }
-    if not args.json:
-        print(f"{'scene':>6} {'segments':>9} {'ms/iter':>10} {'symbolic s':>11} {'rounds':>7}")
-        for s in args.scenes:
-            for d in detail[s]:
-                print(
-                    f"{s:>6} {d['segments']:>9} {d['ms_per_iteration']:10.2f} {d['symbolic_s']:11.2f} "
-                    f"{d['elimination_rounds']:>7}"
-                )
-            if slopes[s] is not None:
-                print(
-                    f"{s:>6} log-log slope {slopes[s]:.3f} (target ≤ {TARGET_SLOPE}): {'met' if met[s] else 'NOT met'}"
-                )
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=summary(args.scenes, detail, slopes, met))
 
 
 if __name__ == "__main__":

@@ -73,9 +73,7 @@ to look at the motion. Starts, materials and contact settings measured and not u
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import json
 import sys
 import time
 from pathlib import Path
@@ -83,6 +81,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import RodModel, Simulator  # noqa: E402
 from solver.contact import Contacts  # noqa: E402
@@ -486,8 +486,7 @@ def run(
 
 def main() -> None:
     default = {k: v.default for k, v in inspect.signature(run).parameters.items()}  # one set of defaults
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--seconds", type=float, default=default["seconds"])
     ap.add_argument(
         "--rounds", type=int, default=default["direct_rounds"], help="active-set solves per direct solve at most"
@@ -525,10 +524,7 @@ def main() -> None:
         self_friction=args.self_friction,
         frames_path=args.frames,
     )
-    if not args.json:
-        for key, value in result.items():
-            print(f"{key:32s} {value}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:32s} {}")
 
 
 if __name__ == "__main__":

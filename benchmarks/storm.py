@@ -32,8 +32,6 @@ from the modelled pose is 111° (2 joints past 90°: 2 mm twigs relieved of thei
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
@@ -44,6 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _common  # noqa: E402
 from _wind_common import sapling_tree  # noqa: E402
 
 from solver import NonFiniteStateError, Simulator  # noqa: E402
@@ -66,8 +65,7 @@ def joint_bend(sim: Simulator) -> np.ndarray:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--no-leaves", action="store_true", help="bare tree even when attach_leaves exists")
     ap.add_argument("--peak", type=float, default=30.0, help="peak mean wind speed at 10 m [m/s]")
     ap.add_argument("--rise", type=float, default=6.0, help="s from calm to the peak (and back)")
@@ -189,10 +187,7 @@ def main() -> None:
     result["target_met"] = bool(
         no_nan and result["ke_ratio_after_10s"] < 0.01 and math.isfinite(result["max_bend_deg"])
     )
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k:>28}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:>28}: {}")
 
 
 if __name__ == "__main__":

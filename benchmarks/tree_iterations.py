@@ -17,7 +17,6 @@ gravity, Δt = 40 ms as in the paper's tree scenes.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -28,32 +27,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sapling_data import load  # noqa: E402
+import _common  # noqa: E402
+from _wind_common import sapling_tree  # noqa: E402
 
 from solver import Simulator  # noqa: E402
 from solver.air.drag import AerodynamicDrag  # noqa: E402
 from solver.air.wind import WindField, storm  # noqa: E402
-from solver.build.tree_builder import attach_leaves, tree_from_branches  # noqa: E402
+from solver.build.materials import material  # noqa: E402
 
 THRESHOLDS = (1e-2, 1e-6, 1e-9)
 DT = 0.04
 
 
 def leafy_birch(preset: str = "white_birch"):
-    tree = load(preset)
-    model, branch_map = tree_from_branches(
-        tree["branches"], parents=tree["parents"], youngs_modulus=12.5e9, torsion_modulus=6.5e9, density=1000.0
-    )
-    model, leaves = attach_leaves(
-        model,
-        branch_map,
-        stem=tree["leaf_stem"],
-        axis=tree["leaf_axis"],
-        normal=tree["leaf_normal"],
-        length=tree["leaf_length"],
-        width=tree["leaf_width"],
-        parent=tree["leaf_parent"],
-    )
+    """The Sapling tree of the paper's wood with every leaf a plate segment of the paper's leaf material."""
+    model, _, leaves, _ = sapling_tree(preset, material("wood"), material("leaf"))
     return model, leaves.size
 
 
@@ -123,14 +111,13 @@ def gs_sample(model, state, steps: int, cap: int, peak_speed: float):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.arguments(__doc__)
     ap.add_argument("--preset", default="white_birch")
     ap.add_argument("--steps", type=int, default=25, help="time steps per run (Δt = 40 ms)")
     ap.add_argument("--peak-wind", type=float, default=15.0, help="wind speed at the end of the run [m/s]")
     ap.add_argument("--kkt-cap", type=int, default=50, help="KKT/GS iterations per step at most")
     ap.add_argument("--gs-cap", type=int, default=200, help="Gauss–Seidel sweeps per sampled step at most")
     ap.add_argument("--gs-every", type=int, default=12, help="sample GS at every k-th step of the run")
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     model, n_leaves = leafy_birch(args.preset)

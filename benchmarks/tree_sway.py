@@ -31,7 +31,6 @@ Reference values:
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -44,6 +43,7 @@ from scipy.optimize import curve_fit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _common  # noqa: E402
 from _wind_common import kinetic_damping, sapling_tree  # noqa: E402
 
 from solver import Simulator  # noqa: E402
@@ -242,8 +242,7 @@ def measure(name: str, with_leaves: bool, steps_per_period: int, cycles: float) 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
+    ap = _common.arguments(__doc__)
     ap.add_argument(
         "--trees",
         nargs="+",

@@ -40,8 +40,6 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before numpy / pypbd load their thread pools
 
-import argparse  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -51,6 +49,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
 
 from solver import Simulator  # noqa: E402
 from solver.build.scenes import cantilever  # noqa: E402
@@ -276,9 +276,22 @@ SCENES = (
 )
 
 
+def summary(results: dict):
+    """The report's lines: per scene, the cost per iteration of ours and of the reference and their difference."""
+    yield (
+        f"{'scene':>20} {'segments':>8} {'ours ms/it':>10} {'ref ms/it':>10} {'ratio':>6} {'diff %':>7} "
+        f"{'shipped strain diff %':>22}"
+    )
+    for k, v in results.items():
+        yield (
+            f"{k:>20} {v['segments']:>8} {v['ours_ms_per_iteration']:10.3f} {v['ref_ms_per_iteration']:10.3f} "
+            f"{v['ratio']:6.2f} {100 * (v['difference_rel'] or 0):7.2f} "
+            f"{100 * (v['difference_rel_default_strain'] or 0):22.2f}"
+        )
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--scenes", nargs="+", default=SCENES, help=f"any of {' '.join(SCENES)}")
     ap.add_argument("--iterations", type=int, default=3, help="Newton iterations per step (both solvers)")
     ap.add_argument("--dt", type=float, default=1.0 / 60.0, help="time step [s]")
@@ -327,18 +340,7 @@ def main() -> None:
         "targets": targets,
         "wall_s": time.perf_counter() - t_all,
     }
-    if not args.json:
-        print(
-            f"{'scene':>20} {'segments':>8} {'ours ms/it':>10} {'ref ms/it':>10} {'ratio':>6} {'diff %':>7} "
-            f"{'shipped strain diff %':>22}"
-        )
-        for k, v in results.items():
-            print(
-                f"{k:>20} {v['segments']:>8} {v['ours_ms_per_iteration']:10.3f} {v['ref_ms_per_iteration']:10.3f} "
-                f"{v['ratio']:6.2f} {100 * (v['difference_rel'] or 0):7.2f} "
-                f"{100 * (v['difference_rel_default_strain'] or 0):22.2f}"
-            )
-    print(json.dumps(out))
+    _common.report(out, args.json, summary=summary(results))
 
 
 if __name__ == "__main__":

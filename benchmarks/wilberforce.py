@@ -20,7 +20,6 @@ minima's times. Target (Fig. 5: nearly full exchange after about 12 s): each rat
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -30,6 +29,8 @@ import numpy as np
 from scipy.signal import hilbert
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common  # noqa: E402
 
 from solver import RodModel, Simulator  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
@@ -169,16 +170,12 @@ def run(duration: float, path: Path = SCENE) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.arguments(__doc__)
     ap.add_argument("--duration", type=float, default=60.0, help="simulated time [s]")
     ap.add_argument("--scene", type=Path, default=SCENE)
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = run(args.duration, args.scene)
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{}: {}")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ swings with drag on its own relative velocity (plus mass damping to settle it in
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _common  # noqa: E402
 from _wind_common import kinetic_damping  # noqa: E402
 
 from solver import Simulator  # noqa: E402
@@ -59,8 +58,7 @@ def dynamic_solve(n: int, seconds: float) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="print only the JSON result as the last line")
+    ap = _common.arguments(__doc__)
     ap.add_argument("--segments", type=int, default=50)
     args = ap.parse_args()
 
@@ -86,10 +84,7 @@ def main() -> None:
         "target_rel_error_le": 0.01,
         "target_met": bool(abs(rel) <= 0.01 and abs(dynamic - analytic) / analytic <= 0.01),
     }
-    if not args.json:
-        for k, v in result.items():
-            print(f"{k:>32}: {v}")
-    print(json.dumps(result))
+    _common.report(result, args.json, "{:>32}: {}")
 
 
 if __name__ == "__main__":
