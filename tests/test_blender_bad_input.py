@@ -3,15 +3,11 @@
 Sapling quaking aspen, with the legacy zip installed in an isolated profile.
 """
 
-import glob
-import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from test_blender_e2e import ROOT, blender_env
+from blender_env import ROOT, build_legacy_zip, run_blender
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "bad_input.py"
 
@@ -57,31 +53,17 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def legacy_zip(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out), "--legacy-only"],
-        check=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    legacy = glob.glob(str(out / "*-legacy.zip"))
-    assert legacy, "the build produced no legacy zip"
-    return legacy[0]
+    return build_legacy_zip(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):
-    profile = tmp_path_factory.mktemp("bad-input-profile")
-    proc = subprocess.run(
+    out = run_blender(
         ["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
-        capture_output=True,
-        text=True,
+        tmp_path_factory.mktemp("bad-input-profile"),
+        "BAD_INPUT_RESULT",
         timeout=600,
-        env=blender_env(profile),
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("BAD_INPUT_RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    out = json.loads(lines[-1][len("BAD_INPUT_RESULT ") :])
     assert "error" not in out, out["error"]
     assert out["blender"][:2] == [3, 4]
     return out["cases"]

@@ -1,15 +1,13 @@
 """Curves, pins, hooks and wind in real Blender 3.4 with the installed legacy zip (issues: extension e2e,
 wind). The numbers come from tests/blender_scripts/curves_wind.py; physics is judged here."""
 
-import json
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
+from blender_env import ROOT, run_blender
 from test_blender_bad_input import legacy_zip  # noqa: F401  (module fixture: builds the zip)
-from test_blender_e2e import ROOT, blender_env
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "curves_wind.py"
 
@@ -18,17 +16,12 @@ pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian'
 
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):  # noqa: F811
-    profile = tmp_path_factory.mktemp("curves-wind-profile")
-    proc = subprocess.run(
+    return run_blender(
         ["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", legacy_zip],
-        capture_output=True,
-        text=True,
+        tmp_path_factory.mktemp("curves-wind-profile"),
+        "CURVES_WIND_RESULT",
         timeout=900,
-        env=blender_env(profile),
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("CURVES_WIND_RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("CURVES_WIND_RESULT ") :])
 
 
 def case(result, name):

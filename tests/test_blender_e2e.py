@@ -7,17 +7,16 @@ file with the add-on not installed and compare every bone tail with an independe
 birch is then baked again with the bpy 5.0 module from the extension zip (layered actions).
 """
 
-import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from blender_env import ROOT, build_zips, run_blender
+
 SCRIPT = ROOT / "tests" / "blender_scripts" / "e2e_sapling.py"
 FRAMES = 48
 PRESETS = ["quaking_aspen", "small_pine", "white_birch", "weeping_willow"]
@@ -28,48 +27,12 @@ pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian'
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
     # the bpy 5 test below runs on this machine (Linux x86-64): only that platform's extension zip
-    subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--out", str(out), "--platforms", "linux-x64"],
-        check=True,
-        cwd=ROOT,
-        timeout=900,
-    )
-    legacy = glob.glob(str(out / "*-legacy.zip"))
-    ext = glob.glob(str(out / "*-linux_x64.zip"))
+    built = build_zips(tmp_path_factory.mktemp("dist"), "--platforms", "linux-x64", timeout=900)
+    legacy = [str(z) for z in built if z.name.endswith("-legacy.zip")]
+    ext = [str(z) for z in built if z.name.endswith("-linux_x64.zip")]
     assert legacy, "the build produced no legacy zip"
     return legacy[0], (ext[0] if ext else None)
-
-
-def blender_env(profile):
-    """Environment for Debian's Blender with an isolated user profile.
-
-    Debian's Blender finds its Python home through the ``python3`` on PATH; when pytest runs from
-    another interpreter (pyenv, a venv), that one's bin folder comes first and Blender would lose the
-    system site-packages (numpy, scipy from apt). So that folder is left out of PATH."""
-    own_bin = os.path.dirname(sys.executable)
-    path = os.pathsep.join(
-        p
-        for p in os.environ.get("PATH", "").split(os.pathsep)
-        if p and os.path.realpath(p) != os.path.realpath(own_bin)
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(
-        PATH=path,
-        BLENDER_USER_SCRIPTS=str(profile / "scripts"),
-        BLENDER_USER_CONFIG=str(profile / "config"),
-        BLENDER_USER_RESOURCES=str(profile / "resources"),
-    )
-    return env
-
-
-def run_blender(args, profile, timeout=1200):
-    env = blender_env(profile)
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("E2E_RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("E2E_RESULT ") :])
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -92,6 +55,8 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
             zips[0],
         ],
         profile,
+        "E2E_RESULT",
+        timeout=1200,
     )
     assert baked["segments"] > baked["bones"] > 0
     if baked["prestress_capped"] == 0:  # pre-stressed: the tree holds its shape in still air
@@ -121,7 +86,7 @@ def test_sapling_tree_bakes_and_replays_without_the_addon(preset, zips, tmp_path
         str(out),
         str(FRAMES),
     ] + (["export"] if preset == "quaking_aspen" else [])
-    replay = run_blender(args, tmp_path / "clean-profile")  # the add-on is not installed there
+    replay = run_blender(args, tmp_path / "clean-profile", "E2E_RESULT", timeout=1200)  # add-on not installed there
     assert not replay["stiff_rods_enabled"] and not replay["stiff_rods_ops"]
     assert replay["replay_max_error_m"] <= 1e-4
     assert replay["leaf_vertices_checked"] > 0 and replay["leaves_max_motion_m"] > 1e-3

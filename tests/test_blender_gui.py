@@ -3,14 +3,12 @@ profile): live Simulate advances the timeline and moves bones until Esc, which r
 the rest pose and leaves no timer behind; a modal Bake finishes; a modal Bake cancelled by Esc writes
 nothing; Blender then quits (a leftover timer or modal handler would hang it: the timeout fails the test)."""
 
-import json
 import shutil
-import subprocess
 
 import pytest
 
+from blender_env import ROOT, run_blender
 from test_blender_bad_input import legacy_zip  # noqa: F401  (module fixture: builds the zip)
-from test_blender_e2e import ROOT, blender_env
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "gui_modal.py"
 
@@ -22,8 +20,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def result(legacy_zip, tmp_path_factory):  # noqa: F811
-    profile = tmp_path_factory.mktemp("gui-profile")
-    proc = subprocess.run(
+    out = run_blender(
         [
             "xvfb-run",
             "-a",
@@ -37,15 +34,11 @@ def result(legacy_zip, tmp_path_factory):  # noqa: F811
             "--",
             legacy_zip,
         ],
-        capture_output=True,
-        text=True,
+        tmp_path_factory.mktemp("gui-profile"),
+        "GUI_RESULT",
         timeout=600,
-        env=blender_env(profile),
+        exit_zero=True,
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("GUI_RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(lines[-1][len("GUI_RESULT ") :])
     assert "error" not in out, out["error"]
     return out
 

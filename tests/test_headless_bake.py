@@ -5,7 +5,6 @@ bpy-module path with the extension zip. The user's profile must come out byte-fo
 .blend and the leaves' point cache must be where the summary says.
 """
 
-import glob
 import importlib.util
 import os
 import re
@@ -15,11 +14,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from blender_env import ROOT, build_legacy_zip, build_zips
+
 README = ROOT / "README.md"
 FRAMES = (1, 6)
 TIMEOUT = 900
@@ -118,13 +117,7 @@ def check_output(proc, work, out_name, tmp, baseline=()):
 @pytest.fixture(scope="module")
 def legacy_dist(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--legacy-only", "--out", str(out)],
-        check=True,
-        cwd=ROOT,
-        timeout=300,
-        capture_output=True,
-    )
+    build_legacy_zip(out)
     return out
 
 
@@ -190,23 +183,8 @@ def test_readme_command_bakes_without_touching_the_blender_profile(legacy_dist, 
 def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path):
     if importlib.util.find_spec("bpy") is None:
         pytest.skip("the bpy module is not installed (python3 -m pip install -r requirements-dev.txt)")
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools" / "build_extension.py"),
-            "--platforms",
-            "linux-x64",
-            "--require-extension",
-            "--out",
-            str(dist),
-        ],
-        check=True,
-        cwd=ROOT,
-        timeout=900,
-        capture_output=True,
-    )
-    ext = [z for z in glob.glob(str(dist / "*.zip")) if not z.endswith("-legacy.zip")]
+    built = build_zips(tmp_path / "dist", "--platforms", "linux-x64", "--require-extension", timeout=900)
+    ext = [str(z) for z in built if not z.name.endswith("-legacy.zip")]
     assert len(ext) == 1, ext
     home = make_home(tmp_path, "5.0")
     before = snapshot(home / ".config" / "blender")
