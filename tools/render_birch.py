@@ -38,6 +38,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # inside Blender (--python) this folder is not on the path
+import _blender_run  # noqa: E402
+
 DEFAULT_OUT = os.path.join(os.path.dirname(HERE), "docs", "images")
 
 BARK = (0.86, 0.84, 0.80, 1.0)  # birch bark: off-white
@@ -55,26 +58,10 @@ def parse(argv):
     ap.add_argument(
         "--crown", type=float, default=0.45, help="top fraction of the tree's height that is its crown (default 0.45)"
     )
-    ap.add_argument(
-        "--crown-size",
-        type=int,
-        nargs=2,
-        default=(480, 360),
-        metavar=("W", "H"),
-        help="pixels of each crown panel (default 480 360)",
-    )
-    ap.add_argument(
-        "--strip-size",
-        type=int,
-        nargs=2,
-        default=(240, 330),
-        metavar=("W", "H"),
-        help="pixels of each strip panel (default 240 330)",
-    )
+    _blender_run.add_size(ap, "--crown-size", (480, 360), "pixels of each crown panel")
+    _blender_run.add_size(ap, "--strip-size", (240, 330), "pixels of each strip panel")
     ap.add_argument("--xvfb", action="store_true", help="run Blender under xvfb-run -a")
-    ap.add_argument("--blender", default="blender", help="Blender binary (default: blender on PATH)")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
+    return _blender_run.parse(ap, argv)
 
 
 # ---------------------------------------------------------------- launcher (plain python)
@@ -117,14 +104,7 @@ def launch(args):
         if shutil.which("xvfb-run") is None:
             raise SystemExit("render_birch: --xvfb given but xvfb-run is not installed (apt-get install xvfb)")
         cmd = ["xvfb-run", "-a"] + cmd
-    # Debian's Blender finds its Python through the python3 on PATH: keep a venv's bin folder out of it
-    own_bin = os.path.realpath(os.path.dirname(sys.executable))
-    path = os.pathsep.join(
-        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env["PATH"] = path
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=_blender_run.blender_env(), capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RENDER_BIRCH ")]
     if proc.returncode != 0 or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
@@ -379,14 +359,5 @@ def work(args):
     )
 
 
-def main():
-    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
-    args = parse(argv)
-    if args.worker:
-        work(args)
-    else:
-        launch(args)
-
-
 if __name__ == "__main__":
-    main()
+    _blender_run.main(parse, launch, work)

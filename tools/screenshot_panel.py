@@ -34,6 +34,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)  # inside Blender (--python) this folder is not on the path
+import _blender_run  # noqa: E402
+
 CATEGORY = "Stiff Rods"
 PANEL = "STIFF_RODS_PT_main"
 
@@ -50,21 +53,12 @@ def parse(argv):
         "--out-dir", default=os.path.join(ROOT, "docs", "images"), help="folder for the PNGs (default: docs/images/)"
     )
     ap.add_argument("--full", action="store_true", help="also write the whole window as n_panel_window.png")
-    ap.add_argument(
-        "--size",
-        type=int,
-        nargs=2,
-        default=(1280, 1100),
-        metavar=("W", "H"),
-        help="window size in pixels (default 1280 1100)",
-    )
+    _blender_run.add_size(ap, "--size", (1280, 1100), "window size in pixels")
     ap.add_argument(
         "--sidebar-width", type=int, default=400, help="widen the sidebar to this many pixels (default 400)"
     )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (default 300)")
-    ap.add_argument("--blender", default="blender", help="Blender binary (default: blender on PATH)")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
+    return _blender_run.parse(ap, argv)
 
 
 # ---------------------------------------------------------------- launcher (plain python)
@@ -82,13 +76,7 @@ def launch(args):
     w, h = args.size
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="screenshot_panel_") as profile:
-        # Debian's Blender finds its Python through the python3 on PATH: keep a venv's bin folder out of it
-        own_bin = os.path.realpath(os.path.dirname(sys.executable))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(
-            PATH=os.pathsep.join(
-                p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin
-            ),
+        env = _blender_run.blender_env(
             BLENDER_USER_RESOURCES=os.path.join(profile, "resources"),
             BLENDER_USER_SCRIPTS=os.path.join(profile, "scripts"),
             BLENDER_USER_CONFIG=os.path.join(profile, "config"),
@@ -313,14 +301,5 @@ def crop(full_png, out_png, region):
     return [int(side.shape[1]), int(side.shape[0])]
 
 
-def main():
-    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
-    args = parse(argv)
-    if args.worker:
-        work(args)
-    else:
-        launch(args)
-
-
 if __name__ == "__main__":
-    main()
+    _blender_run.main(parse, launch, work)
