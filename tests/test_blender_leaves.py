@@ -9,14 +9,12 @@ edges must keep their rest length within 1 %, and every leaf of Sapling's own me
 branch: its closest approach to the branches' axes grows by less than 0.1 m (half a leaf) at any frame.
 """
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from blender_env import build_legacy_zip, run_blender
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "blender_scripts" / "leaf_shapes.py"
@@ -28,35 +26,12 @@ pytestmark = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian'
 
 @pytest.fixture(scope="module")
 def legacy_zip(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--legacy-only", "--out", str(out)],
-        check=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    return str(next(out.glob("*-legacy.zip")))
+    return build_legacy_zip(tmp_path_factory.mktemp("dist"))
 
 
 def run(args, profile):
-    """Debian's Blender with the user profile in ``profile`` and the system Python first on PATH."""
-    own_bin = os.path.realpath(os.path.dirname(sys.executable))
-    path = os.pathsep.join(
-        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) != own_bin
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(
-        PATH=path,
-        BLENDER_USER_RESOURCES=str(profile),
-        BLENDER_USER_SCRIPTS=str(profile / "scripts"),
-        BLENDER_USER_CONFIG=str(profile / "config"),
-    )
-    proc = subprocess.run(
-        ["blender", "-b", "--factory-startup", *args], capture_output=True, text=True, timeout=1500, env=env
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("LEAF_RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len("LEAF_RESULT ") :])
+    """Debian's Blender (background, factory settings) with the user profile in ``profile``."""
+    return run_blender(["blender", "-b", "--factory-startup", *args], profile, "LEAF_RESULT", timeout=1500)
 
 
 CASES = {
