@@ -19,65 +19,43 @@ Public API::
     sim.positions, sim.orientations
 """
 
-from .air import AerodynamicDrag, WindField, WindSum, storm
-from .build import (
-    PRESETS,
-    Material,
-    attach_leaves,
-    bind_points,
-    carried_points,
-    gravity_prestress,
-    leaf_frames,
-    material,
-    resample_polyline,
-    tree_from_branches,
-)
-from .contact import Box, Capsule, Collider, Contacts, Mesh, Plane, Sphere
-from .core import (
-    DEFAULT_STRETCH_COMPLIANCE,
-    Fracture,
-    NonFiniteStateError,
-    RodModel,
-    Simulator,
-    StepReport,
-    TreeKKT,
-    cross_section_moments,
-    rod_from_polyline,
-)
-from .models import ROD_MODELS, RodSet, make_rod
+import types
 
-__all__ = [
-    "RodModel",
-    "rod_from_polyline",
-    "cross_section_moments",
-    "DEFAULT_STRETCH_COMPLIANCE",
-    "Simulator",
-    "StepReport",
-    "NonFiniteStateError",
-    "TreeKKT",
-    "Fracture",
-    "Contacts",
-    "Collider",
-    "Plane",
-    "Sphere",
-    "Capsule",
-    "Box",
-    "Mesh",
-    "WindField",
-    "WindSum",
-    "storm",
-    "AerodynamicDrag",
-    "make_rod",
-    "ROD_MODELS",
-    "RodSet",
-    "tree_from_branches",
-    "attach_leaves",
-    "leaf_frames",
-    "bind_points",
-    "carried_points",
-    "resample_polyline",
-    "material",
-    "Material",
-    "PRESETS",
-    "gravity_prestress",
-]
+# The public API: each name is imported as itself from its layer (an explicit re-export).
+from .air import AerodynamicDrag as AerodynamicDrag
+from .air import WindField as WindField
+from .air import WindSum as WindSum
+from .air import storm as storm
+from .build import PRESETS as PRESETS
+from .build import Material as Material
+from .build import attach_leaves as attach_leaves
+from .build import bind_points as bind_points
+from .build import carried_points as carried_points
+from .build import gravity_prestress as gravity_prestress
+from .build import leaf_frames as leaf_frames
+from .build import material as material
+from .build import resample_polyline as resample_polyline
+from .build import tree_from_branches as tree_from_branches
+from .contact import Box as Box
+from .contact import Capsule as Capsule
+from .contact import Collider as Collider
+from .contact import Contacts as Contacts
+from .contact import Mesh as Mesh
+from .contact import Plane as Plane
+from .contact import Sphere as Sphere
+from .core import DEFAULT_STRETCH_COMPLIANCE as DEFAULT_STRETCH_COMPLIANCE
+from .core import Fracture as Fracture
+from .core import NonFiniteStateError as NonFiniteStateError
+from .core import RodModel as RodModel
+from .core import Simulator as Simulator
+from .core import StepReport as StepReport
+from .core import TreeKKT as TreeKKT
+from .core import cross_section_moments as cross_section_moments
+from .core import rod_from_polyline as rod_from_polyline
+from .models import ROD_MODELS as ROD_MODELS
+from .models import RodSet as RodSet
+from .models import make_rod as make_rod
+
+__all__ = sorted(
+    name for name, value in globals().items() if not name.startswith("_") and not isinstance(value, types.ModuleType)
+)

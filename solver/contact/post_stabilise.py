@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import quaternion as quat
-from .contact_kkt import solve_joints_and_contacts
 from .response import ContactResponse
 from .rows import _rows_times
 
@@ -90,23 +89,15 @@ class PostStabilisation(ContactResponse):
         sim._joint_values()
         jp, jc, _, _ = sim._joint_eval.jacobians()
         alpha = np.full(c.size, self.direct_compliance / (sim.dt * sim.dt))
-        dx, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim),
-            jp,
-            jc,
+        dx, _, _, _ = self._solve_rows(
+            sim,
+            (jp, jc),
             np.zeros((sim.model.n_joints, 6)),
             sim.alpha_tilde,
-            1.0 / sim._mass_diag_free,
-            fa,
-            fb,
-            ga,
-            gb,
+            (fa, fb, ga, gb),
             c,
             alpha,
             np.zeros(c.size),
-            touch=0.0,
-            rounds=self.direct_rounds,
-            grow_rounds=self.direct_grow_rounds,
         )
         f = sim.free_index
         sim.positions[f] += dx[:, :3]
@@ -129,23 +120,15 @@ class PostStabilisation(ContactResponse):
         if not np.any(jv < 0.0):
             return
         # velocity-level rows: compliance α/Δt (impulses in N·s), the joints' relative velocity held
-        dv, _, _, _ = solve_joints_and_contacts(
-            self._joint_rows_of(sim),
-            jp,
-            jc,
+        dv, _, _, _ = self._solve_rows(
+            sim,
+            (jp, jc),
             np.zeros((sim.model.n_joints, 6)),
             sim.alpha_tilde * sim.dt,
-            1.0 / sim._mass_diag_free,
-            fa,
-            fb,
-            ga,
-            gb,
+            (fa, fb, ga, gb),
             jv,
             np.full(fa.size, self.direct_compliance / sim.dt),
             np.zeros(fa.size),
-            touch=0.0,
-            rounds=self.direct_rounds,
-            grow_rounds=self.direct_grow_rounds,
         )
         sim.velocities[f] += dv[:, :3]
         sim.angular_velocities[f] += dv[:, 3:]

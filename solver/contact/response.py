@@ -123,6 +123,24 @@ class ContactResponse(ContactRows):
             self._joint_rows_model = sim.model
         return self._joint_rows
 
+    def _solve_rows(self, sim, jac, joint_rhs, joint_alpha, grads, contact_rhs, contact_alpha, lam, **options):
+        """:func:`solve_joints_and_contacts` for the tree's joints (``jac`` = their Jacobians (jp, jc)) and contact
+        rows (``grads`` = (fa, fb, ga, gb)), with the free segments' M⁻¹ and this set's direct-solve rounds."""
+        return solve_joints_and_contacts(
+            self._joint_rows_of(sim),
+            *jac,
+            joint_rhs,
+            joint_alpha,
+            1.0 / sim._mass_diag_free,
+            *grads,
+            contact_rhs,
+            contact_alpha,
+            lam,
+            rounds=self.direct_rounds,
+            grow_rounds=self.direct_grow_rounds,
+            **options,
+        )
+
     def _project_direct(self, sim) -> None:
         """Joints, all contact normal rows and their friction rows in one sparse direct solve
         (:mod:`solver.contact.contact_kkt`): a contact held by a stack of others is met in one solve, not one coil
@@ -130,7 +148,6 @@ class ContactResponse(ContactRows):
         joint solve undoes)."""
         if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
             return
-        joint_rows = self._joint_rows_of(sim)
         b = self._all
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
         n = self._normals(sim, b, za, zb, pa, pb)
@@ -149,26 +166,19 @@ class ContactResponse(ContactRows):
         touch = (self.direct_touch if self._first_solve else -self.direct_enter) * self.rest
         self._first_solve = False
         stats: dict = {}
-        dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
-            joint_rows,
-            jp,
-            jc,
+        dx, dl_joint, dl_c, dl_t = self._solve_rows(
+            sim,
+            (jp, jc),
             joint_rhs,
             sim.alpha_tilde,
-            1.0 / sim._mass_diag_free,
-            fa,
-            fb,
-            ga,
-            gb,
+            (fa, fb, ga, gb),
             c + alpha * lam,
             alpha,
             lam,
             touch=touch,
             friction=friction,
             enter_depth=self.direct_enter * self.rest,
-            rounds=self.direct_rounds,
             stats=stats,
-            grow_rounds=self.direct_grow_rounds,
         )
         if self.direct_max_move is not None:
             # Damped Newton: a solve whose linearisation moves some segment's surface farther than

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -80,8 +80,47 @@ def cross_section_moments(radius: np.ndarray):
     return i1, i2, i1 + i2
 
 
-@dataclass
-class RodModel:
+@dataclass(eq=False, repr=False, kw_only=True)
+class JointArrays:
+    """A set of joints: the joint arrays of :meth:`RodModel.from_arrays` (described in :class:`RodModel`) and
+    what :meth:`_derive` computes from them, ``bend_twist_stiffness`` K = diag(E I1, E I2, G J) (m, 3) of
+    Deul Eq. 5 [N·m²] and ``rest_darboux`` (m, 4), the rest Darboux quaternion q̄_p⁰ q_c⁰ of every joint.
+    The tree joints of a :class:`RodModel` and the loop-closing constraints of a :class:`JointSet` are such sets."""
+
+    joint_parent: np.ndarray
+    joint_child: np.ndarray
+    joint_point_parent: np.ndarray
+    joint_point_child: np.ndarray
+    joint_radii: np.ndarray
+    youngs_modulus: np.ndarray
+    torsion_modulus: np.ndarray
+    joint_lengths: np.ndarray
+    stretch_compliance: np.ndarray
+    # derived
+    rest_darboux: np.ndarray = field(init=False)
+    bend_twist_stiffness: np.ndarray = field(init=False)
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.joint_parent.shape[0])
+
+    def _derive(self, orientations: np.ndarray) -> None:
+        """The stiffness and rest Darboux quaternions of these joints between segments at ``orientations``."""
+        i1, i2, j = cross_section_moments(self.joint_radii)
+        self.bend_twist_stiffness = np.stack(
+            (self.youngs_modulus * i1, self.youngs_modulus * i2, self.torsion_modulus * j), axis=1
+        )
+        self.rest_darboux = quat.multiply(
+            quat.conjugate(orientations[self.joint_parent]), orientations[self.joint_child]
+        )
+
+
+# the joint arrays' names, as RodModel.from_arrays takes them
+JOINT_FIELDS = tuple(f.name for f in fields(JointArrays) if f.init)
+
+
+@dataclass(kw_only=True)
+class RodModel(JointArrays):
     """Segments and joints of a rod forest, validated and with derived mass properties.
 
     Segment arrays (n segments): ``positions`` (n, 3) centre of mass [m], ``orientations`` (n, 4)
@@ -109,15 +148,7 @@ class RodModel:
     radii: np.ndarray
     densities: np.ndarray
     pinned: np.ndarray
-    joint_parent: np.ndarray
-    joint_child: np.ndarray
-    joint_point_parent: np.ndarray
-    joint_point_child: np.ndarray
-    joint_radii: np.ndarray
-    youngs_modulus: np.ndarray
-    torsion_modulus: np.ndarray
-    joint_lengths: np.ndarray
-    stretch_compliance: np.ndarray
+    # (the joint arrays: JointArrays)
     # None: filled in by __post_init__ (no leaves, no loops, input order), so never None afterwards
     leaf: np.ndarray = None  # type: ignore[assignment]
     loops: JointSet = None  # type: ignore[assignment]
@@ -126,8 +157,6 @@ class RodModel:
     plate_area: np.ndarray = field(init=False)
     masses: np.ndarray = field(init=False)
     inertia: np.ndarray = field(init=False)
-    rest_darboux: np.ndarray = field(init=False)
-    bend_twist_stiffness: np.ndarray = field(init=False)
 
     @classmethod
     def from_arrays(
@@ -238,12 +267,12 @@ class RodModel:
         loop = _loop_closing_joints(n, pinned, jp, jc)
         loops = JointSet(orientations, np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
         return cls(
-            positions,
-            orientations,
-            lengths,
-            radii,
-            densities,
-            pinned,
+            positions=positions,
+            orientations=orientations,
+            lengths=lengths,
+            radii=radii,
+            densities=densities,
+            pinned=pinned,
             **{k: v[~loop] for k, v in joints.items()},
             leaf=leaf,
             loops=loops,
@@ -270,23 +299,12 @@ class RodModel:
         self.inertia = np.stack(
             (m * (k * b**2 + length**2 / 12), m * (k * a**2 + length**2 / 12), m * k * (a**2 + b**2)), axis=1
         )
-        self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
-            self.orientations,
-            self.joint_parent,
-            self.joint_child,
-            self.joint_radii,
-            self.youngs_modulus,
-            self.torsion_modulus,
-        )
+        self._derive(self.orientations)
 
     # ------------------------------------------------------------------ topology
     @property
     def n_segments(self) -> int:
         return int(self.positions.shape[0])
-
-    @property
-    def n_joints(self) -> int:
-        return int(self.joint_parent.shape[0])
 
     def input_joint_arrays(self) -> dict:
         """The joint arrays in input order (tree joints and loop-closing constraints together), keyed by
@@ -348,27 +366,7 @@ class RodModel:
         return RodModel.from_arrays(pos, ori, ln, rad, den, **fields)
 
 
-JOINT_FIELDS = (
-    "joint_parent",
-    "joint_child",
-    "joint_point_parent",
-    "joint_point_child",
-    "joint_radii",
-    "youngs_modulus",
-    "torsion_modulus",
-    "joint_lengths",
-    "stretch_compliance",
-)
-
-
-def _joint_stiffness_and_rest(orientations, parent, child, joint_radii, youngs_modulus, torsion_modulus):
-    """``K = diag(E I1, E I2, G J)`` of Deul Eq. 5 [N·m²] and the rest Darboux quaternion ``q̄_p⁰ q_c⁰``."""
-    i1, i2, j = cross_section_moments(joint_radii)
-    stiffness = np.stack((youngs_modulus * i1, youngs_modulus * i2, torsion_modulus * j), axis=1)
-    return stiffness, quat.multiply(quat.conjugate(orientations[parent]), orientations[child])
-
-
-class JointSet:
+class JointSet(JointArrays):
     """Joints kept out of the tree: the loop-closing constraints of Deul §4.2 (same 6-D constraint,
     Eq. 23). It has the joint arrays (``JOINT_FIELDS``) and derived ``rest_darboux``/``bend_twist_stiffness``
     under the names :class:`RodModel` uses, so :func:`joint_constraint.evaluate`,
@@ -376,28 +374,10 @@ class JointSet:
     of a model. ``input_index`` (k,): each joint's index in the joint arrays given to
     :meth:`RodModel.from_arrays`; ``orientations``: the model's initial segment orientations."""
 
-    joint_parent: np.ndarray
-    joint_child: np.ndarray
-    joint_point_parent: np.ndarray
-    joint_point_child: np.ndarray
-    joint_radii: np.ndarray
-    youngs_modulus: np.ndarray
-    torsion_modulus: np.ndarray
-    joint_lengths: np.ndarray
-    stretch_compliance: np.ndarray
-
     def __init__(self, orientations: np.ndarray, input_index: np.ndarray, **joints):
+        super().__init__(**joints)
         self.input_index = input_index
-        for name in JOINT_FIELDS:
-            setattr(self, name, joints[name])
-        self.bend_twist_stiffness, self.rest_darboux = _joint_stiffness_and_rest(
-            orientations,
-            self.joint_parent,
-            self.joint_child,
-            self.joint_radii,
-            self.youngs_modulus,
-            self.torsion_modulus,
-        )
+        self._derive(orientations)
 
     @classmethod
     def empty(cls, orientations) -> JointSet:
@@ -407,10 +387,6 @@ class JointSet:
             for name in JOINT_FIELDS
         }
         return cls(orientations, np.zeros(0, np.int64), **joints)
-
-    @property
-    def n_joints(self) -> int:
-        return int(self.joint_parent.shape[0])
 
 
 def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: np.ndarray) -> np.ndarray:

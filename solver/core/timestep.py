@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,43 @@ def _count(name: str, value, low: int) -> int:
     if int(value) != value or value < low:
         raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
     return int(value)
+
+
+def _finite_non_negative(name: str, value, unit: str = "") -> float:
+    """``value`` as a float, or ValueError naming ``name`` (in ``unit``) unless it is finite and ≥ 0."""
+    if not (np.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name} must be finite and ≥ 0{unit}, got {value}")
+    return float(value)
+
+
+def _solver_name(name: str, value) -> str:
+    if value not in ("kkt", "gs"):
+        raise ValueError(f"{name} must be 'kkt' or 'gs', got {value!r}")
+    return value
+
+
+def _acceleration(name: str, value) -> np.ndarray:
+    g = np.asarray(value, dtype=float)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise ValueError(f"{name} must be a finite 3-vector in m/s², got {value!r}")
+    return g
+
+
+class _Setting:
+    """A validated :class:`Simulator` parameter: kept as ``_<name>``, every assignment goes through
+    ``check(name, value)`` (a ValueError naming the parameter, or the value to keep)."""
+
+    def __init__(self, check: Callable[[str, Any], Any]):
+        self.check = check
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.attr = name, "_" + name
+
+    def __get__(self, obj, owner=None) -> Any:
+        return self if obj is None else getattr(obj, self.attr)
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj, self.attr, self.check(self.name, value))
 
 
 class NonFiniteStateError(FloatingPointError):
@@ -145,6 +183,12 @@ class Simulator:
         self._joint_structure()
 
     # ------------------------------------------------------------------ parameters (validated)
+    solver = _Setting(_solver_name)  # "kkt" (direct) or "gs" (Gauss–Seidel)
+    max_iterations = _Setting(lambda name, value: _count(name, value, 1))
+    tolerance = _Setting(_finite_non_negative)  # η on ‖C + α̃λ‖∞
+    gravity = _Setting(_acceleration)  # m/s²
+    damping = _Setting(lambda name, value: _finite_non_negative(name, value, " (1/s)"))  # mass-proportional
+
     @property
     def dt(self) -> float:
         return self._dt
@@ -157,24 +201,6 @@ class Simulator:
         self._dt = value
         self._alpha_tilde = None
         self._factor_age = None  # α̃ = α/Δt² is in the factored matrix
-
-    @property
-    def solver(self) -> str:
-        return self._solver
-
-    @solver.setter
-    def solver(self, value: str) -> None:
-        if value not in ("kkt", "gs"):
-            raise ValueError(f"solver must be 'kkt' or 'gs', got {value!r}")
-        self._solver = value
-
-    @property
-    def max_iterations(self) -> int:
-        return self._max_iterations
-
-    @max_iterations.setter
-    def max_iterations(self, value: int) -> None:
-        self._max_iterations = _count("max_iterations", value, 1)
 
     @property
     def factor_reuse(self) -> int:
@@ -197,37 +223,6 @@ class Simulator:
     def factor_reuse(self, value: int) -> None:
         self._factor_reuse = _count("factor_reuse", value, 0)
         self._factor_age = None
-
-    @property
-    def tolerance(self) -> float:
-        return self._tolerance
-
-    @tolerance.setter
-    def tolerance(self, value: float) -> None:
-        if not (np.isfinite(value) and value >= 0.0):
-            raise ValueError(f"tolerance must be finite and ≥ 0, got {value}")
-        self._tolerance = float(value)
-
-    @property
-    def gravity(self) -> np.ndarray:
-        return self._gravity
-
-    @gravity.setter
-    def gravity(self, value) -> None:
-        g = np.asarray(value, dtype=float)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"gravity must be a finite 3-vector in m/s², got {value!r}")
-        self._gravity = g
-
-    @property
-    def damping(self) -> float:
-        return self._damping
-
-    @damping.setter
-    def damping(self, value: float) -> None:
-        if not (np.isfinite(value) and value >= 0.0):
-            raise ValueError(f"damping must be finite and ≥ 0 (1/s), got {value}")
-        self._damping = float(value)
 
     @property
     def alpha_tilde(self) -> np.ndarray:
@@ -259,7 +254,7 @@ class Simulator:
 
     def external_loads(self):
         """Total external force [N] and torque [N·m] per segment, world frame, at the current pose."""
-        f = self.forces + self.model.masses[:, None] * self._gravity
+        f = self.forces + self.model.masses[:, None] * self.gravity
         t = self.torques.copy()
         if self._point_seg.size:
             arm = quat.rotate(self.orientations[self._point_seg], self._point_local)
@@ -354,7 +349,7 @@ class Simulator:
         """One solver iteration: the tree joints (lines 6–9 for ``"kkt"``, an Eq. 21 sweep for ``"gs"``), then one
         Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). Returns the iteration's residual:
         the max of the joints' ``‖C + α̃λ‖∞`` after the iteration and of the residuals the sets report."""
-        solver = self._solver if solver is None else solver
+        solver = self.solver if solver is None else solver
         if solver not in ("kkt", "gs"):
             raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
         if self.model.n_joints and solver == "kkt":
@@ -411,8 +406,8 @@ class Simulator:
         dt = self._dt
         v = (self.positions - self._x_prev) / dt
         w = quat.body_rotation_vector(self._q_prev, self.orientations) / dt
-        if self._damping > 0.0:
-            decay = np.exp(-self._damping * dt)
+        if self.damping > 0.0:
+            decay = np.exp(-self.damping * dt)
             v *= decay
             w *= decay
         state = (self.positions, self.orientations, v, w)
@@ -447,8 +442,8 @@ class Simulator:
             res = self.residual()
             # a Gauss–Seidel set's residual is only known from its sweep: then iterate at least once
             while (
-                np.isfinite(res) and res > self._tolerance or (iterations == 0 and self.gs_constraints)
-            ) and iterations < self._max_iterations:
+                np.isfinite(res) and res > self.tolerance or (iterations == 0 and self.gs_constraints)
+            ) and iterations < self.max_iterations:
                 before = res
                 res = self.iterate()
                 iterations += 1

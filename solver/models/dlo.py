@@ -65,17 +65,12 @@ class DLORod(PolylineRod):
 
     def __init__(
         self,
-        points,
-        radius,
-        youngs_modulus,
-        torsion_modulus=None,
-        density=1000.0,
-        *,
+        *args,
         integrator: str = "symplectic_euler",
         spring_damping: float = 0.0,
         **kw,
     ):
-        super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
+        super().__init__(*args, **kw)  # the interface's parameters (rod_interface.PolylineRod)
         self.integrator_name = integrator
         self.integrator = get_integrator(integrator)
         if not (np.isfinite(spring_damping) and spring_damping >= 0):

@@ -115,17 +115,12 @@ class PaOBCRRod(PositionBasedRod):
 
     def __init__(
         self,
-        points,
-        radius,
-        youngs_modulus,
-        torsion_modulus=None,
-        density=1000.0,
-        *,
+        *args,
         ordering: str = "bilateral",
         stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
         **kw,
     ):
-        super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
+        super().__init__(*args, **kw)  # the interface's parameters (rod_interface.PolylineRod)
         if not (np.isfinite(stretch_compliance) and stretch_compliance > 0):
             raise ValueError(f"stretch_compliance must be finite and > 0 (m/N), got {stretch_compliance!r}")
         n, k = self.n_edges, self.n_points

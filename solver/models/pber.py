@@ -178,19 +178,14 @@ class PBERRod(PositionBasedRod):
 
     def __init__(
         self,
-        points,
-        radius,
-        youngs_modulus,
-        torsion_modulus=None,
-        density=1000.0,
-        *,
+        *args,
         ordering: str = "bilateral",
         ghost_gravity: str = "selective",
         ghost_distance=None,
         stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
         **kw,
     ):
-        super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
+        super().__init__(*args, **kw)  # the interface's parameters (rod_interface.PolylineRod)
         if ghost_gravity not in GHOST_GRAVITY:
             raise ValueError(f"ghost_gravity must be one of {GHOST_GRAVITY}, got {ghost_gravity!r}")
         if not (np.isfinite(stretch_compliance) and stretch_compliance > 0):

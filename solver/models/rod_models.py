@@ -33,18 +33,13 @@ class StiffRod(PolylineRod):
 
     def __init__(
         self,
-        points,
-        radius,
-        youngs_modulus,
-        torsion_modulus=None,
-        density=1000.0,
-        *,
+        *args,
         solver: str = "kkt",
         tolerance: float = 0.0,
         stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
         **kw,
     ):
-        super().__init__(points, radius, youngs_modulus, torsion_modulus, density, **kw)
+        super().__init__(*args, **kw)  # the interface's parameters (rod_interface.PolylineRod)
         base = rod_from_polyline(
             self.rest_points,
             self.point_radius,
