@@ -4,9 +4,15 @@ A mesh object with a Collision modifier (Physics > Collision) is a collider:
 
 * a flat mesh (every vertex within 1e-4 of its size from one plane: a ground plane, a tabletop) becomes a
   thin box whose top face is the mesh's face side (the side its face normals point to), of the mesh's
-  extent in the plane and a thickness of 5 % of that extent below it;
+  extent in the plane and a thickness of 5 % of that extent below it (also a mesh flattened by an object
+  scale of zero along one axis);
 * any other mesh must be closed (every edge shared by exactly two triangles) and becomes a signed distance
   grid of its triangles with ~48 cells along its longest side.
+
+A collider that has no shape to collide with is skipped, and the operators report a warning naming it
+(:func:`skipped_colliders`): a vertex or transform that is not a finite number, no faces, no area (every
+vertex on one line or point), or a closed mesh flattened to zero thickness (its faces point to both sides
+in equal measure, so there is no face side to put the thin box under).
 
 The shape is taken in world space (scale included) at the start frame; after that the object moves
 rigidly with its animated transform (location and rotation; a changing scale or a deforming mesh is not
@@ -25,10 +31,10 @@ from .frames import FramePoses, rigid
 FLAT_TOLERANCE = 1e-4  # relative to the mesh's size
 CELLS_ALONG_LONGEST = 48
 BOX_THICKNESS = 0.05  # of the plane's extent
+TWO_SIDED = 1e-3  # a flat mesh whose net face area (up minus down) is below this share of its area has no side
 
 
-def collision_objects(scene, exclude=()):
-    """Visible mesh objects of ``scene`` with a Collision modifier, except the objects in ``exclude``."""
+def _candidates(scene, exclude):
     names = {o.name for o in exclude if o is not None}
     return [
         o
@@ -40,15 +46,83 @@ def collision_objects(scene, exclude=()):
     ]
 
 
-def _world_triangles(obj):
+def collision_objects(scene, exclude=()):
+    """Visible mesh objects of ``scene`` with a Collision modifier, except the objects in ``exclude`` and
+    those :func:`skipped_colliders` reports."""
+    return [o for o in _candidates(scene, exclude) if _degenerate(o) is None]
+
+
+def skipped_colliders(scene, exclude=()) -> list[str]:
+    """A warning for each Collision object that :func:`collision_objects` leaves out, naming it and why."""
+    out = []
+    for o in _candidates(scene, exclude):
+        why = _degenerate(o)
+        if why is not None:
+            out.append(f"Collision object '{o.name}' {why}: skipped as a collider")
+    return out
+
+
+def _local_triangles(obj):
+    """The mesh's vertex coordinates (V, 3) in object space and its triangles (F, 3)."""
     me = obj.data
     me.calc_loop_triangles()
     co = np.empty(3 * len(me.vertices))
     me.vertices.foreach_get("co", co)
     tri = np.empty(3 * len(me.loop_triangles), dtype=np.int64)
     me.loop_triangles.foreach_get("vertices", tri)
-    m = np.array(obj.matrix_world)
-    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3], tri.reshape(-1, 3)
+    return co.reshape(-1, 3), tri.reshape(-1, 3)
+
+
+def _degenerate(obj) -> str | None:
+    """Why ``obj`` has no shape to collide with (a phrase after its name), or None."""
+    co, f = _local_triangles(obj)
+    return _why_degenerate(co, f, np.array(obj.matrix_world))
+
+
+def _why_degenerate(co, f, m) -> str | None:
+    """:func:`_degenerate` of object-space vertices ``co`` (V, 3), triangles ``f`` (F, 3) and world matrix ``m``."""
+    bad = np.flatnonzero(~np.all(np.isfinite(co), axis=1))
+    if bad.size:
+        return f"has a vertex whose coordinates are not finite numbers (vertex {int(bad[0])})"
+    if not np.all(np.isfinite(m)):
+        return "has a transform that is not finite"
+    if f.shape[0] == 0:
+        return "has no faces"
+    v = co @ m[:3, :3].T + m[:3, 3]
+    size = float(np.max(v.max(axis=0) - v.min(axis=0)))
+    cross = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    area = 0.5 * float(np.sum(np.linalg.norm(cross, axis=1)))
+    if not area > (FLAT_TOLERANCE * size) ** 2:
+        return "has no area (its vertices lie on one line or point)"
+    _, axes, flat = _principal(v)
+    if flat and abs(0.5 * float(np.sum(cross @ axes[2]))) <= TWO_SIDED * area:
+        return "is flat (zero thickness) with faces on both sides, so there is no face side to collide from"
+    return None
+
+
+def _principal(v):
+    """Centre (3,), principal directions (3, 3) (rows, longest extent first) and whether the vertices
+    (V, 3) are flat: all within FLAT_TOLERANCE of the mesh's size from the plane normal to the last."""
+    centre = v.mean(axis=0)
+    _, _, vt = np.linalg.svd(v - centre, full_matrices=False)
+    size = float(np.max(v.max(axis=0) - v.min(axis=0)))
+    return centre, vt, bool(np.max(np.abs((v - centre) @ vt[2])) <= FLAT_TOLERANCE * size)
+
+
+def _rigid(name, matrix):
+    """:func:`frames.rigid`, also for an object scaled to zero along one axis (a plane flattened by its
+    scale): the polar factor of the rest, completed to a right-handed frame."""
+    m = np.array(matrix, dtype=float)
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"Collision object '{name}' has a transform that is not finite")
+    a = m[:3, :3]
+    length = np.linalg.norm(a, axis=0)
+    if np.all(length > 0.0):
+        return rigid(m)
+    u, _, vt = np.linalg.svd(a / np.where(length > 0.0, length, 1.0))
+    if np.linalg.det(u @ vt) < 0.0:
+        u[:, 2] = -u[:, 2]  # the direction of no length, its sign free
+    return m[:3, 3].copy(), quat.from_matrix((u @ vt)[None])[0]
 
 
 class SceneCollider:
@@ -56,10 +130,13 @@ class SceneCollider:
 
     def __init__(self, obj):
         self.obj = obj
-        v, f = _world_triangles(obj)
-        if f.shape[0] == 0:
-            raise ValueError(f"Collision object '{obj.name}' has no faces")
-        self.start = rigid(obj.matrix_world)  # world pose at the start frame
+        co, f = _local_triangles(obj)
+        m = np.array(obj.matrix_world)
+        why = _why_degenerate(co, f, m)
+        if why is not None:
+            raise ValueError(f"Collision object '{obj.name}' {why}")
+        v = co @ m[:3, :3].T + m[:3, 3]  # world space
+        self.start = _rigid(obj.name, obj.matrix_world)  # world pose at the start frame
         self._frames = FramePoses(*self.start)
         # shape in the frame of the start pose, so the collider's pose(t) is the motion since the start
         t0, q0 = self.start
@@ -68,7 +145,7 @@ class SceneCollider:
 
     def read(self, t: float, first: bool = False) -> None:
         """The object's pose at simulation time ``t`` [s] (the scene is at that frame)."""
-        self._frames.read(t, *rigid(self.obj.matrix_world), first=first)
+        self._frames.read(t, *_rigid(self.obj.name, self.obj.matrix_world), first=first)
 
     def pose(self, t: float):
         return self._frames.at(t)
@@ -80,13 +157,11 @@ class SceneCollider:
 
 
 def _shape(name, v, f, pose):
-    centre = v.mean(axis=0)
-    u, s, vt = np.linalg.svd(v - centre, full_matrices=False)
+    """The solver collider of a mesh that :func:`_degenerate` accepts."""
+    centre, vt, flat = _principal(v)
     size = float(np.max(v.max(axis=0) - v.min(axis=0)))
-    if size <= 0.0:
-        raise ValueError(f"Collision object '{name}' has zero size")
     normal = vt[2]
-    if np.max(np.abs((v - centre) @ normal)) <= FLAT_TOLERANCE * size:  # flat: a thin box below it
+    if flat:  # a thin box below it
         a, b = v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]
         if np.sum(np.cross(a, b) @ normal) < 0:
             normal = -normal  # the face side is "up"

@@ -14,7 +14,7 @@ import numpy as np
 from bpy.props import IntProperty
 
 from ..solver.core import quaternion as quat
-from . import bones, keyframes, point_cache, reader, wind
+from . import bones, colliders, keyframes, point_cache, reader, wind
 from .session import SESSIONS, Session
 
 PREV_ACTION = "stiff_rods_previous_action"
@@ -28,6 +28,14 @@ def _target(context):
     obj = context.active_object
     curve, armature, _ = reader.find_parts(obj)
     return armature or curve
+
+
+def _report_skipped_colliders(op, s: Session, scene) -> None:
+    """A WARNING for each Collision object left out of ``s``'s colliders (addon/colliders.py)."""
+    if s.collide:
+        src = s.source
+        for message in colliders.skipped_colliders(scene, exclude=(src.armature, src.curve, src.leaves)):
+            op.report({"WARNING"}, message)
 
 
 def _session(context, rebuild=False) -> Session:
@@ -54,6 +62,7 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
             return {"CANCELLED"}
         st = s.stats()
         self.report({"INFO"}, f"Stiff Rods: {st['segments']} segments, {st['joints']} joints")
+        _report_skipped_colliders(self, s, context.scene)
         if s.prestress_capped:
             self.report(
                 {"WARNING"},
@@ -114,13 +123,15 @@ def _remove_leaf_cache(info):
 
 
 def _restore_modes(arm, saved):
+    """The rotation modes and values :func:`_switch_to_quaternions` saved. The mode first: setting
+    ``rotation_mode`` converts the current rotation into the new mode's values, overwriting them."""
     for n, (mode, q, e, aa) in saved.items():
         pb = arm.pose.bones.get(n)
         if pb is not None:
+            pb.rotation_mode = mode
             pb.rotation_quaternion = q
             pb.rotation_euler = e
             pb.rotation_axis_angle = aa
-            pb.rotation_mode = mode
 
 
 class STIFF_RODS_OT_simulate(bpy.types.Operator):
@@ -147,6 +158,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        _report_skipped_colliders(self, self.session, context.scene)
         arm = self.session.source.armature
         self.modes = _switch_to_quaternions(arm, self.session.source.bone_names) if arm else {}
         fps = context.scene.render.fps / context.scene.render.fps_base
@@ -290,6 +302,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        _report_skipped_colliders(self, s, scene)  # the scene is at the start frame, as the colliders were read
         return None
 
     def _fail(self, exc) -> set:
