@@ -56,9 +56,9 @@ def parse(argv):
     ap.add_argument("--out-dir", default=DEFAULT_OUT, help="folder for the PNGs (default: docs/images/)")
     ap.add_argument("--strip", type=int, default=6, help="frames in the storm strip (default 6)")
     ap.add_argument(
-        "--crown", type=float, default=0.45, help="top fraction of the tree's height that is its crown (default 0.45)"
+        "--crown", type=float, default=0.2, help="top fraction of the tree's height that is its crown (default 0.2)"
     )
-    _blender_run.add_size(ap, "--crown-size", (480, 360), "pixels of each crown panel")
+    _blender_run.add_size(ap, "--crown-size", (720, 360), "pixels of each crown panel")
     _blender_run.add_size(ap, "--strip-size", (240, 330), "pixels of each strip panel")
     ap.add_argument("--xvfb", action="store_true", help="run Blender under xvfb-run -a")
     return _blender_run.parse(ap, argv)
