@@ -486,6 +486,28 @@ def log_pile(layers=6, r=0.005, per_rod=10):
     return rods(lines, r, youngs_modulus=2e9, density=7850.0)
 
 
+def direct_contacts(model, **options):
+    """``model`` in a Simulator (Δt 10 ms, 3 iterations, no tolerance) with direct contacts on the plane z = 0,
+    μ 0.5, and ``options``."""
+    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
+    contacts = Contacts(model, [Plane()], friction=0.5, response="direct", **options)
+    sim.gs_constraints.append(contacts)
+    return sim, contacts
+
+
+def dropped_log_pile(r, **options):
+    """The log pile 2 mm above the floor, direct point contacts between the rods too."""
+    sim, contacts = direct_contacts(log_pile(r=r), self_collision=True, self_contacts="points", **options)
+    sim.positions[:, 2] += 0.002
+    return sim, contacts
+
+
+def rod_on_plane(r, youngs_modulus=1e9, length=0.5, segments=10):
+    """A straight rod along x resting on the plane z = 0."""
+    pts = np.stack([np.linspace(0, length, segments + 1), np.zeros(segments + 1), np.full(segments + 1, r)], 1)
+    return rod_from_polyline(pts, r, youngs_modulus)
+
+
 def test_direct_response_holds_a_log_pile_in_three_iterations():
     """Six layers of rods crossing each other, 3 KKT iterations per 10 ms step: contact Gauss–Seidel
     (one segment's mass per row) lets the stack sink into itself (~1.7 r), the direct joint+contact solve
@@ -513,21 +535,9 @@ def test_direct_solve_log_reports_active_set_rounds_and_convergence():
     pile lands with gaps ≥ −0.1 r; capped at one round, the landing solves are reported unconverged.
     ``friction_log`` says in how many rounds of each solve sticking rows were checked against the box."""
     r = 0.005
-    model = log_pile(r=r)
     logs, checked = {}, {}
     for cap in (12, 1):
-        sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-        sim.positions[:, 2] += 0.002
-        contacts = Contacts(
-            model,
-            [Plane()],
-            friction=0.5,
-            self_collision=True,
-            response="direct",
-            self_contacts="points",
-            direct_rounds=cap,
-        )
-        sim.gs_constraints.append(contacts)
+        sim, contacts = dropped_log_pile(r, direct_rounds=cap)
         for _ in range(5):
             sim.step()
         logs[cap], checked[cap] = contacts.solve_log, contacts.friction_log
@@ -616,20 +626,7 @@ def test_grow_rounds_settle_a_cycling_active_set_without_penetration():
     unconverged (above); with up to 8 grow-only rounds after it (rows only enter) every solve settles and
     the pile lands with gaps ≥ −0.1 r."""
     r = 0.005
-    model = log_pile(r=r)
-    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    sim.positions[:, 2] += 0.002
-    contacts = Contacts(
-        model,
-        [Plane()],
-        friction=0.5,
-        self_collision=True,
-        response="direct",
-        self_contacts="points",
-        direct_rounds=1,
-        direct_grow_rounds=8,
-    )
-    sim.gs_constraints.append(contacts)
+    sim, contacts = dropped_log_pile(r, direct_rounds=1, direct_grow_rounds=8)
     deepest = 0.0
     for _ in range(5):
         sim.step()
@@ -700,19 +697,9 @@ def test_direct_contacts_follow_remove_joints(post):
     joint+contact solve builds its joint rows for the new topology, and both halves stay on the plane;
     with post-stabilisation (and ``post_velocity``) its solves take the new topology's joints too."""
     r = 0.005
-    pts = np.stack([np.linspace(0, 1, 21), np.zeros(21), np.full(21, r)], 1)
-    model = rod_from_polyline(pts, r, 1e8)
-    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(
-        model,
-        [Plane()],
-        friction=0.5,
-        response="direct",
-        self_contacts="points",
-        post_stabilise=post,
-        post_velocity=post,
+    sim, contacts = direct_contacts(
+        rod_on_plane(r, 1e8, length=1.0, segments=20), self_contacts="points", post_stabilise=post, post_velocity=post
     )
-    sim.gs_constraints.append(contacts)
     sim.run(10)
     sim.remove_joints([9])
     assert sim.model.n_joints == 18
@@ -923,19 +910,8 @@ def test_collider_rows_sink_by_their_own_compliance_times_their_load(alpha):
     rows of their own α: XPBD at rest gives C = −α F per row, and the rows carry the rod's weight, so
     every active row sinks α m g / (active rows)."""
     r = 0.005
-    pts = np.stack([np.linspace(0, 0.5, 11), np.zeros(11), np.full(11, r)], 1)
-    model = rod_from_polyline(pts, r, 1e9)
-    sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-    contacts = Contacts(
-        model,
-        [Plane()],
-        friction=0.5,
-        response="direct",
-        direct_compliance=1e-7,
-        collider_compliance=alpha,
-        direct_grow_rounds=8,
-    )
-    sim.gs_constraints.append(contacts)
+    model = rod_on_plane(r)
+    sim, contacts = direct_contacts(model, direct_compliance=1e-7, collider_compliance=alpha, direct_grow_rounds=8)
     sim.run(60)
     active = contacts.normal_impulse > 0.0
     depth = -contacts.gaps(sim)[active]
@@ -1033,22 +1009,15 @@ def test_post_stabilisation_leaves_a_compliant_rows_sink_at_rest():
     (α F), so it neither lifts the rod nor gives it a velocity (lifted every step, the next step would sink
     it again: 0.029 r per 10 ms, 15 mm/s at rest); the sink is the same as without it."""
     r = 0.005
-    pts = np.stack([np.linspace(0, 0.5, 11), np.zeros(11), np.full(11, r)], 1)
     depth = {}
     for post in (False, True):
-        model = rod_from_polyline(pts, r, 1e9)
-        sim = Simulator(model, dt=0.01, max_iterations=3, tolerance=0.0)
-        contacts = Contacts(
-            model,
-            [Plane()],
-            friction=0.5,
-            response="direct",
+        sim, _ = direct_contacts(
+            rod_on_plane(r),
             direct_compliance=1e-7,
             collider_compliance=0.75e-2,
             direct_grow_rounds=8,
             post_stabilise=post,
         )
-        sim.gs_constraints.append(contacts)
         sim.run(60)
         assert np.abs(sim.velocities).max() < 1e-9
         depth[post] = r - sim.positions[:, 2].mean()

@@ -379,15 +379,14 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     branch = [(np.array([[0.0, 0, 0], [0, 0, 1.0]]), np.array([0.05, 0.05]))]
     model, bmap = tree_from_branches(branch, youngs_modulus=1e12, density=1000.0)
     length, width, thick, r, e = 0.17, 0.085, 2e-4, 1e-3, 1.2e9
+    # one leaf sticking out horizontally from the middle of the trunk
+    leaf = dict(
+        stem=[[0.05, 0, 0.5]], axis=[[1.0, 0, 0]], normal=[[0, 0, 1.0]], length=[length], width=[width], parent=[(0, 0)]
+    )
     model, leaves = attach_leaves(
         model,
         bmap,
-        stem=[[0.05, 0, 0.5]],
-        axis=[[1.0, 0, 0]],
-        normal=[[0, 0, 1.0]],
-        length=[length],
-        width=[width],
-        parent=[(0, 0)],
+        **leaf,
         thickness=thick,
         youngs_modulus=e,
         torsion_modulus=0.6e9,
@@ -401,14 +400,4 @@ def test_petiole_joint_hangs_a_leaf_at_the_round_stalk_angle():
     expected = m * 9.81 * (length / 2) * (length / 2) / (e * np.pi * r**4 / 4)
     assert abs(theta - np.arctan(expected)) <= 0.05 * np.arctan(expected)
     with pytest.raises(ValueError, match="petiole_radius"):
-        attach_leaves(
-            model,
-            bmap,
-            stem=[[0.05, 0, 0.5]],
-            axis=[[1.0, 0, 0]],
-            normal=[[0, 0, 1.0]],
-            length=[length],
-            width=[width],
-            parent=[(0, 0)],
-            petiole_radius=0.0,
-        )
+        attach_leaves(model, bmap, **leaf, petiole_radius=0.0)
