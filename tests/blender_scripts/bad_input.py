@@ -27,6 +27,17 @@ import make_sapling_tree  # noqa: E402  (the repository's Sapling generator)
 FRAMES = (1, 4)  # short bakes: the cases are about input checks, not physics
 
 
+def report_cases(marker, out, cases):
+    """Each ``(name, function)`` case's result in ``out[name]`` (its traceback where it raised, so one broken
+    case does not hide the others), then one line ``MARKER {json}`` for the test to read."""
+    for name, case in cases:
+        try:
+            out[name] = case()
+        except Exception:
+            out[name] = {"error": traceback.format_exc()}
+    print(marker + " " + json.dumps(out))
+
+
 def install(zip_path):
     assert bpy.ops.preferences.addon_install(filepath=zip_path, overwrite=True) == {"FINISHED"}
     addon_utils.enable("stiff_rods", default_set=True, handle_error=lambda exc: (_ for _ in ()).throw(exc))

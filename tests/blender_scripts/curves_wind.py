@@ -7,16 +7,14 @@ frame loop directly: timers and modal handlers never run in background mode) and
 the pytest side judges them. One line ``CURVES_WIND_RESULT {json}``.
 """
 
-import json
 import sys
-import traceback
 
 import addon_utils
 import bpy
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bad_input import activate, first_diff, install, snapshot, wind_field  # noqa: E402
+from bad_input import activate, first_diff, install, report_cases, snapshot, wind_field  # noqa: E402
 
 FPS = 24
 
@@ -386,7 +384,7 @@ def main():
     zip_path = sys.argv[sys.argv.index("--") + 1]
     install(zip_path)
     out = {"blender": list(bpy.app.version)}
-    for name, fn in [
+    cases = [
         ("rope_pin", rope_with_moving_pin),
         ("wind_plus_x", lambda: pole_in_wind(90.0)),
         ("wind_minus_x", lambda: pole_in_wind(-90.0)),
@@ -397,12 +395,8 @@ def main():
         ("colliders", rope_on_colliders),
         ("panel", panel_draws),
         ("breakage", breaking_pole),
-    ]:
-        try:
-            out[name] = fn()
-        except Exception:
-            out[name] = {"error": traceback.format_exc()}
-    print("CURVES_WIND_RESULT " + json.dumps(out))
+    ]
+    report_cases("CURVES_WIND_RESULT", out, cases)
 
 
 if __name__ == "__main__":

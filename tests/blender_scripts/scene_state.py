@@ -20,10 +20,8 @@ Prints one line ``SCENE_STATE_RESULT {json}``.
 
 import contextlib
 import io
-import json
 import os
 import sys
-import traceback
 
 import bpy
 import numpy as np
@@ -32,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 import make_sapling_tree  # noqa: E402
-from bad_input import activate, install  # noqa: E402
+from bad_input import activate, install, report_cases  # noqa: E402
 from curves_wind import bezier_curve, clear, points_of  # noqa: E402
 
 MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
@@ -227,12 +225,7 @@ def degenerate_colliders():
 def main():
     install(sys.argv[sys.argv.index("--") + 1])
     out = {"blender": list(bpy.app.version)}
-    for name, case in (("pose", pose_round_trip), ("colliders", degenerate_colliders)):
-        try:
-            out[name] = case()
-        except Exception:
-            out[name] = {"error": traceback.format_exc()}
-    print("SCENE_STATE_RESULT " + json.dumps(out))
+    report_cases("SCENE_STATE_RESULT", out, (("pose", pose_round_trip), ("colliders", degenerate_colliders)))
 
 
 if __name__ == "__main__":
