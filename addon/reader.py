@@ -112,6 +112,44 @@ def find_parts(obj):
     return curve, armature, leaves
 
 
+SCALE_TOLERANCE = 1e-5  # relative spread of the singular values; float32 rotations through parents stay below 1e-6
+
+
+def _fmt(values) -> str:
+    return "(" + ", ".join(f"{v:.4g}" for v in values) + ")"
+
+
+def check_transform(obj) -> None:
+    """Refuse an object whose world matrix (parents included) the solver cannot represent: a mirror, a
+    non-uniform scale or a shear, or a singular matrix. Rotation, translation and uniform scale are fine."""
+    m = np.array(obj.matrix_world, dtype=float)[:3, :3]
+    fix = "apply the scale (select it, its parents and the rest of its tree, Object > Apply > Scale)"
+    if not np.all(np.isfinite(m)):
+        raise ReadError(f"'{obj.name}' has a world matrix that is not finite: reset its transform")
+    sv = np.linalg.svd(m, compute_uv=False)
+    if sv[-1] <= 1e-12 * max(sv[0], 1e-300):
+        raise ReadError(
+            f"'{obj.name}' has zero scale on an axis in world space: Stiff Rods cannot simulate a flattened tree; "
+            "give it a non-zero scale on every axis"
+        )
+    if np.linalg.det(m) < 0.0:
+        raise ReadError(
+            f"'{obj.name}' is mirrored (negative scale) in world space: Stiff Rods cannot simulate a "
+            f"mirrored tree or curve; {fix} or remove the mirror"
+        )
+    if sv[0] - sv[-1] > SCALE_TOLERANCE * sv[0]:
+        axes = np.linalg.norm(m, axis=0)
+        cos = (m.T @ m) / np.outer(axes, axes)
+        if np.all(np.abs(cos - np.eye(3)) <= SCALE_TOLERANCE):
+            what = f"a non-uniform scale {_fmt(axes)}"
+        else:
+            what = f"a shear (scaled by {_fmt(sv)} along directions that are not its axes, e.g. from a parent)"
+        raise ReadError(
+            f"'{obj.name}' has {what} in world space: Stiff Rods needs the same scale on every axis; {fix} "
+            "or scale it uniformly"
+        )
+
+
 def _uniform_scale(matrix) -> float:
     m = np.array(matrix)[:3, :3]
     return float(np.cbrt(abs(np.linalg.det(m))))
@@ -178,6 +216,9 @@ def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) ->
 
     Sapling trees keep one segment per bone span; other curves are resampled to ``segment_length`` [m]."""
     curve, armature, leaves = find_parts(obj)
+    for part in (armature, curve, leaves):
+        if part is not None:
+            check_transform(part)
     branches, spline_index, curves = read_curve_branches(
         curve, default_radius, None if armature is not None else segment_length
     )
