@@ -10,7 +10,7 @@ A mesh object with a Collision modifier (Physics > Collision) is a collider:
   grid of its triangles with ~48 cells along its longest side.
 
 A collider that has no shape to collide with is skipped, and the operators report a warning naming it
-(:func:`skipped_colliders`): a vertex or transform that is not a finite number, no faces, no area (every
+(:func:`collision_objects`): a vertex or transform that is not a finite number, no faces, no area (every
 vertex on one line or point), or a closed mesh flattened to zero thickness (its faces point to both sides
 in equal measure, so there is no face side to put the thin box under).
 
@@ -46,20 +46,18 @@ def _candidates(scene, exclude):
     ]
 
 
-def collision_objects(scene, exclude=()):
-    """Visible mesh objects of ``scene`` with a Collision modifier, except the objects in ``exclude`` and
-    those :func:`skipped_colliders` reports."""
-    return [o for o in _candidates(scene, exclude) if _degenerate(o) is None]
-
-
-def skipped_colliders(scene, exclude=()) -> list[str]:
-    """A warning for each Collision object that :func:`collision_objects` leaves out, naming it and why."""
-    out = []
+def collision_objects(scene, exclude=()) -> tuple[list, list[str]]:
+    """``(objects, skipped)``: the visible mesh objects of ``scene`` with a Collision modifier, except the
+    objects in ``exclude``, that have a shape to collide with; and a warning for each of the others, naming
+    it and why (:func:`_degenerate`)."""
+    objects, skipped = [], []
     for o in _candidates(scene, exclude):
         why = _degenerate(o)
-        if why is not None:
-            out.append(f"Collision object '{o.name}' {why}: skipped as a collider")
-    return out
+        if why is None:
+            objects.append(o)
+        else:
+            skipped.append(f"Collision object '{o.name}' {why}: skipped as a collider")
+    return objects, skipped
 
 
 def _local_triangles(obj):

@@ -14,7 +14,7 @@ import numpy as np
 from bpy.props import IntProperty
 
 from ..solver.core import quaternion as quat
-from . import bones, colliders, keyframes, point_cache, reader, wind
+from . import bones, keyframes, point_cache, reader, wind
 from .session import SESSIONS, Session
 
 PREV_ACTION = "stiff_rods_previous_action"
@@ -30,12 +30,10 @@ def _target(context):
     return armature or curve
 
 
-def _report_skipped_colliders(op, s: Session, scene) -> None:
-    """A WARNING for each Collision object left out of ``s``'s colliders (addon/colliders.py)."""
-    if s.collide:
-        src = s.source
-        for message in colliders.skipped_colliders(scene, exclude=(src.armature, src.curve, src.leaves)):
-            op.report({"WARNING"}, message)
+def _report_skipped_colliders(op, s: Session) -> None:
+    """A WARNING for each Collision object ``s`` left out of its colliders when it last read them."""
+    for message in s.skipped_colliders:
+        op.report({"WARNING"}, message)
 
 
 def _session(context, rebuild=False) -> Session:
@@ -62,7 +60,7 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
             return {"CANCELLED"}
         st = s.stats()
         self.report({"INFO"}, f"Stiff Rods: {st['segments']} segments, {st['joints']} joints")
-        _report_skipped_colliders(self, s, context.scene)
+        _report_skipped_colliders(self, s)
         if s.prestress_capped:
             self.report(
                 {"WARNING"},
@@ -158,7 +156,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        _report_skipped_colliders(self, self.session, context.scene)
+        _report_skipped_colliders(self, self.session)
         arm = self.session.source.armature
         self.modes = _switch_to_quaternions(arm, self.session.source.bone_names) if arm else {}
         fps = context.scene.render.fps / context.scene.render.fps_base
@@ -302,7 +300,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        _report_skipped_colliders(self, s, scene)  # the scene is at the start frame, as the colliders were read
+        _report_skipped_colliders(self, s)
         return None
 
     def _fail(self, exc) -> set:

@@ -214,11 +214,14 @@ class Session:
         return sim
 
     def _read_colliders(self, scene):
-        """The scene's Collision objects (addon/colliders.py), shaped where they are now (the start frame)."""
+        """The scene's Collision objects (addon/colliders.py), shaped where they are now (the start frame);
+        ``skipped_colliders`` gets a warning for each one that has no shape to collide with."""
+        self.skipped_colliders: list[str] = []
         if not self.collide:
             return []
         src = self.source
-        return [SceneCollider(o) for o in collision_objects(scene, exclude=(src.armature, src.curve, src.leaves))]
+        objects, self.skipped_colliders = collision_objects(scene, exclude=(src.armature, src.curve, src.leaves))
+        return [SceneCollider(o) for o in objects]
 
     def _make_rod_set(self) -> RodSet:
         """One rod of a seed model per spline (solver/models/rod_set.py): root clamp and gravity only."""
