@@ -12,16 +12,27 @@ import bpy
 import numpy as np
 
 BAKE_TAG = "stiff_rods_bake"
+BAKE_OWNER = "stiff_rods_owner"  # the name of the object (or Curve data) a bake action was made for
 
 
 def new_bake_action(owner) -> bpy.types.Action:
     """A fresh action assigned to ``owner`` (an object, or a Curve datablock), tagged as ours so Free Bake
-    removes exactly it."""
+    removes exactly it, also after the user unlinked it."""
     action = bpy.data.actions.new(f"{owner.name}_StiffRods")
     action[BAKE_TAG] = True
+    action[BAKE_OWNER] = owner.name
     owner.animation_data_create()
     owner.animation_data.action = action
     return action
+
+
+def unlinked_bake_actions(owner) -> list:
+    """Bake actions made for ``owner`` that nothing uses any more (the user unlinked them)."""
+    return [a for a in bpy.data.actions if a.users == 0 and not a.use_fake_user and _made_for(a, owner.name)]
+
+
+def _made_for(action, name: str) -> bool:
+    return action.get(BAKE_TAG) is not None and action.get(BAKE_OWNER) == name
 
 
 def _fcurve(action, owner, data_path: str, index: int, group: str):

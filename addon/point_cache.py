@@ -39,6 +39,24 @@ def cache_path(obj_name: str) -> tuple[str, str]:
     return path, path
 
 
+def check_writable(obj_name: str) -> None:
+    """Raise ValueError naming the file and the reason unless the point cache of ``obj_name`` can be written
+    where :func:`cache_path` puts it (a bake checks this before it simulates, so it cannot fail at the end)."""
+    path, _ = cache_path(obj_name)
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        where = "next to the .blend file" if bpy.data.filepath else "in Blender's temporary folder"
+        raise ValueError(
+            f"The leaves' point cache cannot be written {where} ('{path}': {exc.strerror}): save the .blend in "
+            "a folder you can write to, or turn off Leaves"
+        ) from None
+    if not existed:
+        os.remove(path)
+
+
 def add_mesh_cache(obj, filepath: str, start_frame: int):
     """A Mesh Cache modifier first in ``obj``'s stack (before its Armature modifier), overwriting the
     base coordinates with the cache."""

@@ -5,6 +5,35 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty
 
+from . import reader
+
+
+def own_parts(owner) -> dict:
+    """The objects of the tree or curve ``owner`` by role ("armature", "curve", "leaves"); just ``owner`` when
+    it is no tree (reader.find_parts refuses it)."""
+    try:
+        curve, armature, leaves = reader.find_parts(owner)
+    except reader.ReadError:
+        return {owner: owner.type.lower()}
+    roles = {curve: "curve", armature: "armature", leaves: "leaves"}
+    return {o: role for o, role in roles.items() if o is not None}
+
+
+def settings_owner(obj):
+    """The object whose settings a simulation of ``obj`` reads: a Sapling tree's armature when its curve or
+    leaves are selected, else ``obj``."""
+    if obj.type == "MESH" and obj.parent is not None and obj.parent.type == "CURVE":
+        obj = obj.parent  # a Sapling tree's leaves
+    parts = own_parts(obj)
+    return next((o for o, role in parts.items() if role == "armature"), None) or next(
+        (o for o, role in parts.items() if role == "curve"), obj
+    )
+
+
+def _pin_candidate(settings, obj) -> bool:
+    """Pin To offers no part of the tree itself: a tree cannot be held by its own armature, curve or leaves."""
+    return obj not in own_parts(settings.id_data)
+
 
 class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     material: EnumProperty(
@@ -117,8 +146,9 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     pin_object: PointerProperty(
         name="Pin To",
         type=bpy.types.Object,
+        poll=_pin_candidate,
         description="The rod segment nearest to this object's origin is held by it "
-        "and follows its animation (a hand, a pole, a moving anchor)",
+        "and follows its animation (a hand, a pole, a moving anchor); not a part of the tree itself",
     )
     collide: BoolProperty(
         name="Collide",
