@@ -50,8 +50,11 @@ from .core import RodModel as RodModel
 from .core import Simulator as Simulator
 from .core import StepReport as StepReport
 from .core import TreeKKT as TreeKKT
+from .core import compiled_status as compiled_status
 from .core import cross_section_moments as cross_section_moments
+from .core import prepare_compiled as prepare_compiled
 from .core import rod_from_polyline as rod_from_polyline
+from .core import set_compiled_cache as set_compiled_cache
 from .models import ROD_MODELS as ROD_MODELS
 from .models import RodSet as RodSet
 from .models import make_rod as make_rod

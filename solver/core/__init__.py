@@ -5,9 +5,13 @@ joints' KKT system directly, in linear time: banded for chains (``kkt_chain``), 
 trees (``kkt_tree``, with the 6×6 pivots of ``definite_blocks``). ``gauss_seidel`` is the iterative XPBD
 baseline the paper compares against (``gs_ordering``: the sweep orders of the position-based rod models),
 ``loop_closing`` solves the joints that close loops, and ``fracture`` breaks joints whose bending strain
-passes the rupture strain.
+passes the rupture strain. ``compiled`` runs the direct solver's Newton iterations as numba kernels when numba
+works (``compiled_status``), with the numpy solvers as the reference and fallback.
 """
 
+from .compiled import compiled_status
+from .compiled import prepare as prepare_compiled
+from .compiled import set_cache_dir as set_compiled_cache
 from .fracture import RUPTURE_STRAIN, Fracture
 from .kkt_chain import ChainKKT
 from .kkt_tree import TreeKKT
@@ -29,4 +33,7 @@ __all__ = [
     "LoopClosingConstraints",
     "Fracture",
     "RUPTURE_STRAIN",
+    "compiled_status",
+    "prepare_compiled",
+    "set_compiled_cache",
 ]

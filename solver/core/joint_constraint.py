@@ -110,6 +110,7 @@ class JointEvaluator:
         self._skew_child = quat.skew(self.point_child)
         self._inv_l = 1.0 / np.asarray(model.joint_lengths, dtype=float)
         rest = np.asarray(model.rest_darboux, dtype=float)
+        self.rest = rest
         # Bend/twist blocks are linear in e = (w, u): B_child = (s/l)(w I + [u]×) = (s/l) e·_K_TABLE, and
         # B_parent = −(s/l) Kᵀ R(r⁰)ᵀ = (s/l) e·T per joint, T[c] = −E_cᵀ R(r⁰)ᵀ (E_0 = I, E_c = [e_c]×).
         if strain == "rotation":
@@ -126,6 +127,13 @@ class JointEvaluator:
         self._rot_parent = np.empty((m, 6, 3))
         self._rot_child = np.empty((m, 6, 3))
         self._state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # set by values()
+        self._deferred: tuple[np.ndarray, np.ndarray] | None = None  # set by defer()
+
+    def defer(self, positions: np.ndarray, orientations: np.ndarray) -> None:
+        """The pose is evaluated elsewhere (the compiled solver, solver/core/compiled.py): the Jacobians, if
+        asked for, are computed here at this pose (the arrays as they are then)."""
+        self._state = None
+        self._deferred = (positions, orientations)
 
     def values(self, positions: np.ndarray, orientations: np.ndarray) -> np.ndarray:
         """``C`` (m, 6) of Eq. 23 at the pose; returns an internal array."""
@@ -149,6 +157,7 @@ class JointEvaluator:
             gp, gc = pack[self.parent], pack[self.child]
         rp, rc = gp[:, 7:].reshape(m, 3, 3), gc[:, 7:].reshape(m, 3, 3)
         c = self._c
+        self._deferred = None
         stretch = gp[:, :3] - gc[:, :3]
         stretch += np.einsum("kij,kj->ki", rp, self.point_parent)
         stretch -= np.einsum("kij,kj->ki", rc, self.point_child)
@@ -170,6 +179,8 @@ class JointEvaluator:
         """The varying part of the Jacobians at the pose of the last :meth:`values` call: their rotation
         columns ``(J_parent[:, :, 3:], J_child[:, :, 3:])``, each (m, 6, 3) = ``[[X], [B]]`` (stretch rows
         X = ∓R[p]×, bend/twist rows B); the translation columns are the constants ``[±I; 0]``."""
+        if self._state is None and self._deferred is not None:
+            self.values(*self._deferred)
         if self._state is None:
             raise RuntimeError("JointEvaluator.rotation_columns called before values")
         rp, rc, e, ls = self._state

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import compiled as compiled_kkt
 from . import joint_constraint
 from . import quaternion as quat
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
@@ -86,7 +87,9 @@ class Simulator:
     Eq. 21); ``max_iterations`` per step; ``tolerance`` η on ``‖C + α̃λ‖∞`` (Algorithm 1, line 5);
     ``gravity`` [m/s²]; ``damping`` [1/s]: mass-proportional (Rayleigh α) damping of linear and
     angular velocity, 0 for none; ``kinematic``: optional ``f(t) -> (positions (k, 3), orientations
-    (k, 4))`` for the k pinned segments in index order, to drive them.
+    (k, 4))`` for the k pinned segments in index order, to drive them; ``compiled``: run the KKT Newton
+    iterations with the compiled kernels (:mod:`solver.core.compiled`; None: whenever numba works, else the
+    numpy solvers; False: the numpy solvers).
 
     State arrays (world frame unless noted): ``positions`` (n, 3) [m], ``orientations`` (n, 4),
     ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3) [rad/s, body frame], ``time`` [s].
@@ -106,6 +109,7 @@ class Simulator:
         gravity=(0.0, 0.0, -9.81),
         damping: float = 0.0,
         kinematic: KinematicDriver | None = None,
+        compiled: bool | None = None,
     ):
         if not isinstance(model, RodModel):
             raise TypeError("model must be a RodModel")
@@ -117,6 +121,7 @@ class Simulator:
         self.gravity = gravity
         self.damping = damping
         self.kinematic = kinematic
+        self.compiled = compiled
         n = model.n_segments
         self.positions = model.positions.copy()
         self.orientations = model.orientations.copy()
@@ -157,7 +162,7 @@ class Simulator:
         seg_to_free[self.free_index] = np.arange(self.free_index.size)
         self._seg_a = seg_to_free[self.model.joint_parent]
         self._seg_b = seg_to_free[self.model.joint_child]
-        self._kkt: TreeKKT | ChainKKT | None = None
+        self._kkt: TreeKKT | ChainKKT | compiled_kkt.CompiledKKT | None = None
         self._joint_eval: joint_constraint.JointEvaluator | None = None
         self._evaluated_pose: tuple[bytes, bytes] | None = None
         self._colours: list[np.ndarray] | None = None
@@ -201,6 +206,20 @@ class Simulator:
         self._dt = value
         self._alpha_tilde = None
         self._factor_age = None  # α̃ = α/Δt² is in the factored matrix
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the KKT iterations run compiled (:mod:`solver.core.compiled`); setting True without a
+        working numba keeps the numpy solvers (``compiled_status()`` says why)."""
+        return self._compiled
+
+    @compiled.setter
+    def compiled(self, value: bool | None) -> None:
+        self._compiled = (value is None or bool(value)) and compiled_kkt.kernels() is not None
+        if getattr(self, "_kkt", None) is not None:
+            self._kkt = None  # the other solver is built on the next iteration
+            self._evaluated_pose = None
+            self._factor_age = None
 
     @property
     def factor_reuse(self) -> int:
@@ -330,6 +349,11 @@ class Simulator:
         in place since, e.g. by a Gauss–Seidel set, is detected by comparison and evaluated again)."""
         if self._joint_eval is None:
             self._joint_eval = joint_constraint.JointEvaluator(self.model)
+        if self._compiled:
+            self._ensure_layout()
+            c = self._compiled_kkt().values(self.positions, self.orientations)
+            self._joint_eval.defer(self.positions, self.orientations)  # its Jacobians, if asked for, at this pose
+            return c
         pose = (
             np.ascontiguousarray(self.positions, dtype=float).tobytes(),
             np.ascontiguousarray(self.orientations, dtype=float).tobytes(),
@@ -343,6 +367,9 @@ class Simulator:
         """Chebyshev norm ``‖C + α̃λ‖∞`` (0 for a model without joints)."""
         if self.model.n_joints == 0:
             return 0.0
+        if self._compiled:
+            self._joint_values()
+            return self._compiled_kkt().residual(self.positions, self.orientations, self.lam, self.alpha_tilde)
         return float(np.max(np.abs(self.constraint_residual())))
 
     def iterate(self, solver: str | None = None) -> float:
@@ -371,7 +398,31 @@ class Simulator:
             set_residual = max(set_residual, float(constraint_set.project(self)))
         return max(self.residual(), set_residual)
 
+    def _compiled_kkt(self) -> compiled_kkt.CompiledKKT:
+        kkt = self._kkt
+        if not isinstance(kkt, compiled_kkt.CompiledKKT):
+            if self._joint_eval is None:
+                self._joint_eval = joint_constraint.JointEvaluator(self.model)
+            kkt = compiled_kkt.CompiledKKT(
+                self.free_index.size, self._seg_a, self._seg_b, self.free_index, self._joint_eval
+            )
+            self._kkt = kkt
+            self._factor_age = None
+        return kkt
+
     def _kkt_iteration(self) -> None:
+        if self._compiled:  # one fused call: values, Jacobians, factor, solve and update
+            kkt = self._compiled_kkt()
+            if self._factor_age is None or self._factor_age >= self._factor_reuse or not kkt.factored:
+                kkt.factor(self._mass_diag_free, self.alpha_tilde)
+                self._factor_age = 0
+            else:
+                self._factor_age += 1
+            self._ensure_layout()
+            kkt.iterate(self.positions, self.orientations, self.lam, self.alpha_tilde)
+            assert self._joint_eval is not None  # made with the solver
+            self._joint_eval.defer(self.positions, self.orientations)
+            return
         if self._kkt is None:  # rods and ropes: banded joint-space Cholesky; any other forest: tree contraction
             n_free = self.free_index.size
             chains = chain_order(n_free, self._seg_a, self._seg_b) is not None
@@ -392,6 +443,13 @@ class Simulator:
         self.positions[f] += dx[:, :3]
         self.orientations[f] = quat.integrate_body(self.orientations[f], dx[:, 3:])
         self.lam += dlam
+
+    def _ensure_layout(self) -> None:
+        """The state arrays as the kernels take them: float64, C-contiguous (a user may have assigned others)."""
+        for name in ("positions", "orientations", "lam"):
+            arr = getattr(self, name)
+            if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+                setattr(self, name, np.ascontiguousarray(arr, dtype=np.float64))
 
     def _free_rows(self):
         """The free segments as a slice if they are contiguous (e.g. one anchor first or last): updated in

@@ -1,0 +1,344 @@
+"""The compiled Newton iteration (numba) and its fallback to the numpy solvers.
+
+:class:`CompiledKKT` solves the KKT system of Deul Eq. 22 on any forest of free segments (trees, chains,
+several components): the elimination schedule is built here once per topology (Python, scipy's graph
+search), the numeric work is one set of kernels per Newton iteration (:mod:`solver.core._kernels`):
+constraint values and Jacobian blocks, block LDLᵀ with the forward substitution, back substitution with the
+position/orientation/λ update, and the constraint values at the new pose for the residual.
+
+numba is optional. :func:`compiled_status` says whether the compiled path is active and why not; without
+numba (or with a numba that fails to compile the kernels) :class:`~solver.core.timestep.Simulator` uses
+the numpy solvers (:mod:`solver.core.kkt_tree`, :mod:`solver.core.kkt_chain`), with the same results to
+rounding, and logs one warning. ``STIFF_RODS_COMPILED=0`` in the environment turns the compiled path off.
+
+Compiled kernels are cached on disk (numba's cache): :func:`set_cache_dir` points the cache at a writable
+folder (e.g. the host application's per-user cache folder) and must be called before the first simulation;
+:func:`prepare` compiles or loads the kernels, calling ``notify("preparing the solver…")`` first if they
+are not in the cache yet (the first run after an install).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components, depth_first_order
+
+log = logging.getLogger("solver.compiled")
+
+PREPARING = "preparing the solver…"
+_KERNEL_SOURCE = Path(__file__).with_name("_kernels.py")
+_state: dict = {"kernels": None, "status": None, "cache_dir": None}
+
+
+def set_cache_dir(path) -> None:
+    """Keep numba's compiled kernels in ``path`` (created if missing). Call before the first simulation
+    (before numba is imported, so numba's own ``NUMBA_CACHE_DIR`` setting takes it); later calls only
+    affect kernels not loaded yet."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["NUMBA_CACHE_DIR"] = str(path)
+    _state["cache_dir"] = path
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.CACHE_DIR = str(path)
+
+
+def _marker() -> Path | None:
+    """A file in the kernel cache folder that says the kernels of this source and numba were compiled."""
+    folder = _state["cache_dir"] or os.environ.get("NUMBA_CACHE_DIR")
+    if not folder:
+        return None
+    numba = importlib.import_module("numba")
+    digest = hashlib.sha1(_KERNEL_SOURCE.read_bytes() + numba.__version__.encode()).hexdigest()[:16]
+    return Path(folder) / f"stiff_rods_kernels_{digest}.ready"
+
+
+def _disabled_by_environment() -> bool:
+    return os.environ.get("STIFF_RODS_COMPILED", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def _load():
+    """The kernel module, or None (with the reason in the status) if numba is missing or broken."""
+    if _state["status"] is not None:
+        return _state["kernels"]
+    if _disabled_by_environment():
+        _state["status"] = (False, "compiled solver off (STIFF_RODS_COMPILED=0): using the numpy solver")
+        return None
+    try:
+        numba = importlib.import_module("numba")
+        from . import _kernels
+
+        _warm_up(_kernels)
+    except Exception as exc:  # any failure of numba or llvmlite: the numpy solver does the same work
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        _state["status"] = (False, f"numba unavailable ({reason}): using the numpy solver (slower)")
+        log.warning("Stiff Rods: %s", _state["status"][1])
+        return None
+    _state["kernels"] = _kernels
+    _state["status"] = (True, f"compiled solver active (numba {numba.__version__})")
+    log.info("Stiff Rods: %s", _state["status"][1])
+    return _kernels
+
+
+def _warm_up(kernels) -> None:
+    """Run every kernel once on a three-segment rod (compiles them, or loads them from the disk cache) and
+    compare one Newton step with the numpy solver's: a miscompiled kernel is a broken numba."""
+    from . import joint_constraint  # (late: these import this module)
+    from .kkt_tree import TreeKKT
+    from .model import rod_from_polyline
+
+    model = rod_from_polyline([[0, 0, 0], [0, 0, 1], [0.1, 0, 2], [0, 0, 3]], 0.05, 1e9, pinned=["start"])
+    free = np.flatnonzero(~model.pinned)
+    seg_to_free = np.full(model.n_segments, -1)
+    seg_to_free[free] = np.arange(free.size)
+    sides = seg_to_free[model.joint_parent], seg_to_free[model.joint_child]
+    mass = np.concatenate((np.repeat(model.masses[:, None], 3, 1), model.inertia), 1)[free]
+    alpha = joint_constraint.compliance(model, 1 / 60)
+    for strain in joint_constraint.STRAINS:
+        ev = joint_constraint.JointEvaluator(model, strain=strain)
+        x, q = model.positions.copy(), model.orientations.copy()
+        x[free] += [0.01, 0.02, -0.01]  # a pose with a constraint violation to remove
+        lam = np.full((model.n_joints, 6), 0.1)
+        rhs = ev.values(x, q) + alpha * lam
+        reference = TreeKKT(free.size, *sides)
+        reference.factor(mass, alpha, *ev.jacobians())
+        dx, dlam = reference.solve(None, rhs)
+        kkt = CompiledKKT(free.size, *sides, free, ev, kernels)
+        kkt.factor(mass, alpha)
+        x0, c0 = x.copy(), kkt.residual(x, q, lam, alpha)
+        kkt.iterate(x, q, lam, alpha)
+        solved = kkt.solve(dx, dlam)
+        error = max(np.max(np.abs(x[free] - x0[free] - dx[:, :3])), np.max(np.abs(lam - 0.1 - dlam)))
+        if not (c0 > 1e-3 and error < 1e-9 * np.max(np.abs(dx)) and all(np.all(np.isfinite(z)) for z in solved)):
+            raise RuntimeError(f"the compiled kernels disagree with the numpy solver (difference {error:.3g})")
+
+
+def compiled_status() -> tuple[bool, str]:
+    """(whether the compiled Newton iteration is active, a one-line message saying so or why not).
+    Loads (compiles on first use) the kernels."""
+    _load()
+    return _state["status"]
+
+
+def prepare(notify=None) -> tuple[bool, str]:
+    """Load the compiled kernels now; if they are not in the disk cache yet (the first run after an install,
+    with the cache folder of :func:`set_cache_dir` or ``NUMBA_CACHE_DIR``), call ``notify(PREPARING)`` before
+    compiling. Returns :func:`compiled_status`."""
+    if _state["status"] is None and not _disabled_by_environment():
+        try:
+            marker = _marker()
+        except Exception:  # numba missing: _load says so
+            marker = None
+        if notify is not None and (marker is None or not marker.exists()):
+            notify(PREPARING)
+        if _load() is not None and marker is not None:
+            try:
+                marker.touch()
+            except OSError:
+                pass
+    return compiled_status()
+
+
+def kernels():
+    """The kernel module if the compiled path is active, else None."""
+    return _load()
+
+
+def _schedule(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
+    """Leaves-to-root elimination order of the segment/joint forest (node ids: free segments 0…n_free−1,
+    joints n_free + j): one root per component (its first joint held by a pinned segment, else its first
+    node); the order is a reversed depth-first preorder, so every node follows its children and each
+    subtree is contiguous. Returns (order, parent node or −1)."""
+    m = seg_a.size
+    n = n_free + m
+    joint_nodes = n_free + np.arange(m)
+    ma, mb = seg_a >= 0, seg_b >= 0
+    rows = np.concatenate((seg_a[ma], seg_b[mb]))
+    cols = np.concatenate((joint_nodes[ma], joint_nodes[mb]))
+    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)).tocsr()
+    n_comp, label = connected_components(graph, directed=False)
+    root = np.full(n_comp, -1, np.int64)
+    anchored = joint_nodes[~(ma & mb)]
+    root[label[anchored[::-1]]] = anchored[::-1]  # the first anchored joint of each component
+    first = np.full(n_comp, -1, np.int64)
+    first[label[::-1]] = np.arange(n)[::-1]
+    root = np.where(root >= 0, root, first)
+    # one search from a super-root joined to every component's root
+    r2 = np.concatenate((rows, np.full(n_comp, n)))
+    c2 = np.concatenate((cols, root))
+    g2 = coo_matrix((np.ones(r2.size), (r2, c2)), shape=(n + 1, n + 1)).tocsr()
+    pre, pred = depth_first_order(g2, n, directed=False, return_predecessors=True)
+    if pre.size != n + 1:
+        raise RuntimeError("elimination schedule: a node is not reached")
+    order = pre[1:][::-1].astype(np.int64)
+    parent = pred[:n].astype(np.int64)
+    parent[parent == n] = -1
+    return order, parent
+
+
+class CompiledKKT:
+    """The direct solver of Eq. 22 for one topology, with the interface the Simulator and the Gauss–Seidel
+    sets use: ``factor``, ``solve``, ``factored``, plus the fused Newton step :meth:`iterate`.
+
+    ``seg_a``/``seg_b`` (m,): the free-segment index of each joint's parent/child side (−1: pinned);
+    ``free_index`` (n_free,): the segment of each free index; ``evaluator``: the
+    :class:`~solver.core.joint_constraint.JointEvaluator` whose strain and constants are used.
+    :meth:`factor` records the masses and compliance and marks the factorisation for renewal at the next
+    :meth:`iterate` (fused with it) or :meth:`solve`, at the pose of that call.
+    """
+
+    n_rounds = 1
+
+    def __init__(self, n_free, seg_a, seg_b, free_index, evaluator, kernel_module=None):
+        self._k = kernel_module if kernel_module is not None else kernels()
+        if self._k is None:
+            raise RuntimeError(compiled_status()[1])
+        seg_a = np.asarray(seg_a, dtype=np.int64)
+        seg_b = np.asarray(seg_b, dtype=np.int64)
+        self.n_free = int(n_free)
+        self.n_joints = m = int(seg_a.size)
+        n = self.n_free + m
+        order, parent = _schedule(self.n_free, seg_a, seg_b)
+        pos = np.empty(n, np.int64)
+        pos[order] = np.arange(n)
+        self._sign = np.where(order < self.n_free, 1.0, -1.0)
+        self._node_index = np.where(order < self.n_free, order, order - self.n_free)
+        par = parent[order]
+        self._parent_pos = np.where(par >= 0, pos[np.maximum(par, 0)], -1)
+        has = np.flatnonzero(self._parent_pos >= 0)
+        by_parent = has[np.argsort(self._parent_pos[has], kind="stable")]
+        self._child_pos = by_parent.astype(np.int64)
+        self._child_ptr = np.searchsorted(self._parent_pos[by_parent], np.arange(n + 1)).astype(np.int64)
+        # each joint side's edge block is kept by the end eliminated first: the joint (J) or the segment (Jᵀ)
+        joints = np.arange(m)
+        self._slots = []
+        for seg in (seg_a, seg_b):
+            slot = np.full(m, -1, np.int64)
+            transposed = np.zeros(m, np.bool_)
+            free = seg >= 0
+            jn = self.n_free + joints[free]
+            by_joint = parent[jn] == seg[free]
+            by_segment = parent[seg[free]] == jn
+            if not np.all(by_joint | by_segment):
+                raise RuntimeError("elimination schedule: an edge is not a tree edge")
+            slot[free] = np.where(by_joint, pos[jn], pos[seg[free]])
+            transposed[free] = ~by_joint
+            self._slots += [slot, transposed]
+        self._free_index = np.asarray(free_index, dtype=np.int64)
+        # joint constants in elimination order of the joints, so the edge blocks are written in order
+        joint = np.ascontiguousarray(self._node_index[self._sign < 0])
+        self._joint = joint
+        self._slots = [np.ascontiguousarray(a[joint]) for a in self._slots]
+        ev = evaluator
+        self._parent = np.ascontiguousarray(np.asarray(ev.parent, dtype=np.int64)[joint])
+        self._child = np.ascontiguousarray(np.asarray(ev.child, dtype=np.int64)[joint])
+        self._pp = np.ascontiguousarray(ev.point_parent[joint])
+        self._pc = np.ascontiguousarray(ev.point_child[joint])
+        self._inv_l = np.ascontiguousarray(ev._inv_l[joint])
+        self._rotation_strain = ev.strain == "rotation"
+        self._rest = np.ascontiguousarray(ev.rest[joint])
+        self._rest_strain = np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint])
+        self._w = np.zeros((n, 6, 6))  # edge blocks G, then W = L⁻¹ G
+        self._lower = np.zeros((n, 6, 6))  # Cholesky factors of the signed pivots
+        self._t = np.zeros((n, 6))
+        self._c = np.zeros((m, 6))
+        self._pose_x = np.zeros((0, 3))
+        self._pose_q = np.zeros((0, 4))
+        self._mass = self._alpha = None
+        self._pending = False  # factor() called: renew at the next iterate/solve
+        self.factored = False
+        self._no_seg = np.zeros((0, 6))
+
+    # -------------------------------------------------------------------------------------- pose and values
+    def _evaluate(self, x, q, lam, alpha, with_jacobians: bool) -> float:
+        k = self._k
+        res = k.evaluate_joints(
+            x, q, lam, alpha, self._joint, self._parent, self._child, self._pp, self._pc, self._inv_l, self._rest,
+            self._rest_strain, self._rotation_strain, self._c, with_jacobians, self._w, *self._slots,
+        )  # fmt: skip
+        if self._pose_x.shape != x.shape:
+            self._pose_x, self._pose_q = np.empty_like(x), np.empty_like(q)
+        k.copy_pose(x, q, self._pose_x, self._pose_q)
+        return res
+
+    def _current(self, x, q) -> bool:
+        return self._pose_x.shape == x.shape and bool(self._k.same_pose(x, q, self._pose_x, self._pose_q))
+
+    def values(self, x, q) -> np.ndarray:
+        """``C`` (m, 6) at the pose (evaluated again only if the pose changed); an internal array."""
+        if not self._current(x, q):
+            zero = np.zeros((self.n_joints, 6))
+            self._evaluate(x, q, zero, zero, False)
+        return self._c
+
+    def residual(self, x, q, lam, alpha) -> float:
+        """``‖C + α̃λ‖∞`` at the pose."""
+        return float(self._k.residual_norm(self.values(x, q), alpha, lam))
+
+    # -------------------------------------------------------------------------------------- solver
+    def factor(self, seg_mass_diag, joint_compliance) -> None:
+        """Renew the factorisation at the next :meth:`iterate` or :meth:`solve`, with these masses
+        diag(m, m, m, I1, I2, I3) (n_free, 6) and compliances α̃ (m, 6)."""
+        self._mass = np.ascontiguousarray(seg_mass_diag, dtype=float)
+        self._alpha = np.ascontiguousarray(joint_compliance, dtype=float)
+        self._pending = True
+
+    def _factor_forward(self, x, q, lam, rhs_seg, rhs_joint) -> None:
+        """Jacobians at the pose, factorisation and forward substitution of ``rhs``."""
+        self._evaluate(x, q, lam, self._alpha, True)
+        if rhs_joint is None:
+            rhs_joint = self._c + self._alpha * lam
+        k = self._k
+        bad = k.factor_forward(
+            self._sign, self._node_index, self._parent_pos, self._child_ptr, self._child_pos, self._mass,
+            self._alpha, rhs_seg, rhs_joint, self._w, self._lower, self._t,
+        )  # fmt: skip
+        self._pending = False
+        if bad:
+            self.factored = False
+            kind = "segment" if self._sign[bad - 1] > 0 else "joint"
+            raise np.linalg.LinAlgError(f"a KKT pivot block is not definite ({kind} {self._node_index[bad - 1]})")
+        self.factored = True
+
+    def iterate(self, x, q, lam, alpha) -> float:
+        """One Newton iteration at the pose (x, q) with multipliers ``lam``, all updated in place:
+        H (Δx, Δλ) = (0, −(C + α̃λ)) with the factorisation renewed if :meth:`factor` asked for it.
+        Returns ``‖C + α̃λ‖∞`` at the new pose."""
+        k = self._k
+        if self._pending:
+            self._factor_forward(x, q, lam, self._no_seg, None)
+        else:
+            if not self.factored:
+                raise RuntimeError("CompiledKKT.iterate called before factor")
+            rhs = self.values(x, q) + alpha * lam
+            k.forward_only(
+                self._sign, self._node_index, self._child_ptr, self._child_pos, self._no_seg, rhs, self._w,
+                self._lower, self._t,
+            )  # fmt: skip
+        k.backward(self._sign, self._parent_pos, self._w, self._lower, self._t)
+        k.apply_update(self._sign, self._node_index, self._free_index, self._t, x, q, lam)
+        return float(self._evaluate(x, q, lam, alpha, False))
+
+    def solve(self, rhs_seg, rhs_joint):
+        """Solve ``H z = r`` with the current factorisation (segment part (n_free, 6) or None, joint part
+        (m, 6)); returns (segment part, joint part), as ``TreeKKT.solve``."""
+        if self._pending:
+            raise RuntimeError("CompiledKKT.solve: the factorisation was asked for but not made (call iterate)")
+        if not self.factored:
+            raise RuntimeError("CompiledKKT.solve called before factor")
+        seg = self._no_seg if rhs_seg is None else np.ascontiguousarray(rhs_seg, dtype=float)
+        k = self._k
+        k.forward_only(
+            self._sign, self._node_index, self._child_ptr, self._child_pos, seg,
+            np.ascontiguousarray(rhs_joint, dtype=float), self._w, self._lower, self._t,
+        )  # fmt: skip
+        k.backward(self._sign, self._parent_pos, self._w, self._lower, self._t)
+        dx, dlam = np.empty((self.n_free, 6)), np.empty((self.n_joints, 6))
+        k.scatter_solution(self._sign, self._node_index, self._t, dx, dlam)
+        return dx, dlam
