@@ -89,6 +89,9 @@ def test_indeterminate_and_free_components_keep_their_rest():
     assert np.array_equal(gravity_prestress(both, G).rest_darboux, both.rest_darboux)
     free = horizontal_rod(pinned=())
     assert np.array_equal(gravity_prestress(free, G).rest_darboux, free.rest_darboux)
+    info = {"clamped": -1}  # reported for a model it leaves as it is, too
+    gravity_prestress(both, G, max_angle=0.5 * np.pi, info=info)
+    assert info == {"clamped": 0, "max_prebend_rad": 0.0}
 
 
 def test_eq23_strain_gets_the_same_rest_strain():

@@ -107,6 +107,8 @@ def gravity_prestress(
     g = np.asarray(gravity, dtype=float).reshape(3)
     if not np.all(np.isfinite(g)):
         raise ValueError(f"gravity must be finite, got {gravity!r}")
+    if info is not None:  # also when nothing is pre-stressed (no joints, none statically determinate)
+        info.update(clamped=0, max_prebend_rad=0.0)
     if model.n_joints == 0:
         return model
     x, q = model.positions, model.orientations
