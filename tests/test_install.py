@@ -161,6 +161,16 @@ def test_legacy_zip_installs_and_registers_in_blender_3_4(legacy_zip, tmp_path):
     )
     _assert_registered(info, "stiff_rods")
     assert Path(info["file"]).is_relative_to(tmp_path)
+    _assert_compiled(info["restart"])
+    assert info["restart"]["numba_file"].startswith("/usr/lib/python3/dist-packages/")  # Debian's python3-numba
+
+
+def _assert_compiled(restart):
+    """The installed solver ran its compiled Newton iteration (numba imported and the kernels compiled or
+    loaded from the cache folder in the profile, which the first start fills with "preparing the solver…")."""
+    active, message = restart["compiled"]
+    assert active, message
+    assert restart["sim_compiled"]
 
 
 def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
@@ -170,11 +180,13 @@ def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
     _assert_registered(info, "bl_ext.user_default.stiff_rods")
     assert Path(info["file"]).is_relative_to(tmp_path)
     restart = info["restart"]
-    (wheel,) = _wheels_in(extension_zip)
+    (wheel,) = [w for w in _wheels_in(extension_zip) if Path(w).name.startswith("scipy-")]
     assert restart["scipy"] == _wheel_metadata(extension_zip, wheel)["Version"], (
         "the bundled scipy wheel was not the one used"
     )
     assert Path(restart["scipy_file"]).is_relative_to(tmp_path)
+    _assert_compiled(restart)
+    assert Path(restart["numba_file"]).is_relative_to(tmp_path)  # the bundled wheel
 
 
 def _zip_names(path):
@@ -198,7 +210,7 @@ def test_legacy_zip_layout(legacy_zip):
     assert all(n.startswith("stiff_rods/") for n in names), "one top folder stiff_rods/"
     for required in ("__init__.py", "blender_manifest.toml", "addon/__init__.py", "solver/__init__.py"):
         assert "stiff_rods/" + required in names, required
-    assert not any(n.endswith(".whl") for n in names), "the legacy zip uses Blender's own scipy"
+    assert not any(n.endswith(".whl") for n in names), "the legacy zip uses Blender's own scipy and numba"
     _assert_only_addon_files(names)
 
 
@@ -239,15 +251,23 @@ def test_platform_zip_holds_its_platform_wheel_only(extension_zips, legacy_zip, 
     names = _zip_names(zip_path)
     _assert_only_addon_files(names)
 
-    (wheel,) = _wheels_in(zip_path)
-    meta = _wheel_metadata(zip_path, wheel)
-    assert meta["Name"] == "scipy"
-    tags = [tag.split("-") for tag in meta["Tag"]]
-    assert tags and all(t[:2] == ["cp311", "cp311"] for t in tags), meta["Tag"]
-    assert all(WHEEL_TAG_FOR_PLATFORM[blender_platform](t[2]) for t in tags), meta["Tag"]
-    assert BLENDER_PYTHON in SpecifierSet(meta["Requires-Python"])
-    (numpy,) = [Requirement(r) for r in meta["Requires-Dist"] if Requirement(r).name == "numpy"]
-    assert all(v in numpy.specifier for v in BLENDER_NUMPY), f"{wheel} needs {numpy}"
+    wheels = _wheels_in(zip_path)
+    metas = {wheel: _wheel_metadata(zip_path, wheel) for wheel in wheels}
+    # scipy everywhere; numba and llvmlite (the compiled solver) where PyPI has cp311 wheels: not windows-arm64
+    expected = {"scipy"} if blender_platform == "windows-arm64" else {"scipy", "numba", "llvmlite"}
+    assert sorted(m["Name"] for m in metas.values()) == sorted(expected)
+    for wheel, meta in metas.items():
+        tags = [tag.split("-") for tag in meta["Tag"]]
+        assert tags and all(t[:2] == ["cp311", "cp311"] for t in tags), meta["Tag"]
+        assert all(WHEEL_TAG_FOR_PLATFORM[blender_platform](t[2]) for t in tags), meta["Tag"]
+        assert BLENDER_PYTHON in SpecifierSet(meta["Requires-Python"])
+        numpy = [Requirement(r) for r in meta.get("Requires-Dist", []) if Requirement(r).name == "numpy"]
+        assert len(numpy) == (meta["Name"] != "llvmlite"), meta.get("Requires-Dist")
+        assert all(v in n.specifier for n in numpy for v in BLENDER_NUMPY), f"{wheel} needs {numpy}"
+    names_by_package = {m["Name"]: m for m in metas.values()}
+    if "numba" in names_by_package:  # numba pins its llvmlite
+        (llvm,) = [Requirement(r) for r in names_by_package["numba"]["Requires-Dist"] if r.startswith("llvmlite")]
+        assert names_by_package["llvmlite"]["Version"] in llvm.specifier
 
     # The manifest names this platform and its wheel only, in the top-level keys and in the
     # [build.generated] table Blender reads them from.
@@ -255,7 +275,7 @@ def test_platform_zip_holds_its_platform_wheel_only(extension_zips, legacy_zip, 
         manifest = tomllib.loads(zf.read("blender_manifest.toml").decode("utf-8"))
     for table in (manifest, manifest["build"]["generated"]):
         assert table["platforms"] == [blender_platform]
-        assert [w.removeprefix("./") for w in table["wheels"]] == [wheel]
+        assert sorted(w.removeprefix("./") for w in table["wheels"]) == sorted(wheels)
 
     # Same add-on source files as the legacy zip.
     legacy_py = {n.removeprefix("stiff_rods/") for n in _zip_names(legacy_zip) if n.endswith(".py")}

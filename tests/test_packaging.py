@@ -150,9 +150,10 @@ def test_ci_run_script():
 
 
 def test_ci_installs_blender_and_bpy():
-    """The install tests (tests/test_install.py) need Debian's Blender and the bpy module in CI."""
+    """The install tests (tests/test_install.py) need Debian's Blender (with numba for the compiled solver) and the bpy
+    module in CI."""
     text = CI_RUN.read_text(encoding="utf-8")
-    for apt_package in ("blender", "python3-numpy", "python3-scipy", "libgl1"):
+    for apt_package in ("blender", "python3-numpy", "python3-scipy", "python3-numba", "libgl1"):
         assert apt_package in text, apt_package
     assert "pip install" in text and "requirements-dev.txt" in text
     requirements = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")

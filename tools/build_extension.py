@@ -8,12 +8,13 @@ writes
 
 * ``dist/stiff_rods-<version>-legacy.zip``: legacy add-on for Blender 3.4-4.1
   (Edit > Preferences > Add-ons > Install...). One top folder ``stiff_rods/`` with ``__init__.py``,
-  ``blender_manifest.toml``, ``addon/`` and ``solver/``. No wheels: numpy and scipy come from the
-  Python that Blender runs (Debian's ``blender`` uses the system python3-numpy/python3-scipy).
+  ``blender_manifest.toml``, ``addon/`` and ``solver/``. No wheels: numpy, scipy and numba come from the
+  Python that Blender runs (Debian's ``blender`` uses the system python3-numpy/-scipy/-numba; without
+  numba the solver runs its numpy path).
 * ``dist/stiff_rods-<version>-<platform>.zip``, one per platform: the Blender 4.2+ extension
   (Get Extensions > Install from Disk), built by Blender's own ``blender_ext.py build
-  --split-platforms``, each with the scipy wheel of its platform (Blender bundles numpy, not
-  scipy) and a manifest naming only that platform. ``<platform>`` is written as Blender's CLI
+  --split-platforms``, each with the scipy, numba and llvmlite wheels of its platform (Blender
+  bundles numpy, not scipy) and a manifest naming only that platform. ``<platform>`` is written as Blender's CLI
   writes it: linux_x64, linux_arm64, macos_x64, macos_arm64, windows_x64, windows_arm64.
   ``--platforms linux-x64`` builds only the listed platforms (a quick local build);
   ``--no-split-platforms`` puts all listed platforms into one ``stiff_rods-<version>.zip``.
@@ -28,10 +29,14 @@ win_arm64 wheels are scipy 1.16.2); 1.16.3 is the newest release for it that acc
 numpy 1.26.x (1.17 needs numpy >=1.26.4). The macos-arm64 wheel is built for macOS 12.0 or
 newer: PyPI has no cp311 scipy wheel for arm64 macOS 11.
 
+numba 0.61.2 with llvmlite 0.44.0 (numpy >=1.24,<2.3) for the compiled solver, on every platform but
+windows-arm64 (no cp311 wheel there: that zip runs the numpy solver). Each zip stays under 100 MB
+(linux-x64 is the largest, ~84 MB).
+
 The extension build needs Blender's extension CLI; it is taken from the ``bpy`` module on PyPI
 (``pip install bpy==5.0.1``, see requirements-dev.txt) or from ``--blender-ext PATH``. Without it
 the extension is skipped with a message, and the exit status is non-zero only with
-``--require-extension``. scipy wheels are downloaded with ``pip download`` into ``wheels/`` (not
+``--require-extension``. Wheels are downloaded with ``pip download`` into ``wheels/`` (not
 committed) and reused from there; the ``wheels = [...]`` list is written into the manifest of a
 temporary copy of the source tree, never into the committed manifest.
 """
@@ -71,6 +76,19 @@ SCIPY_WHEELS = {
     "macos-arm64": ("1.15.3", "macosx_12_0_arm64", "macosx_*_arm64"),
     "windows-x64": ("1.15.3", "win_amd64", "win_amd64"),
     "windows-arm64": ("1.16.3", "win_arm64", "win_arm64"),
+}
+# numba and llvmlite, the compiled solver (solver/core/compiled.py): Blender platform -> (pip --platform tag, glob of
+# the wheel's platform tag), or None where PyPI has no cp311 wheel (windows-arm64: the numpy solver runs there).
+# numba 0.61.2 takes numpy >=1.24,<2.3 (Blender's 1.26.x); its llvmlite 0.44.0 wheels keep every zip under 100 MB
+# with scipy (linux-x64 the largest: scipy 37.7 + llvmlite 42.4 + numba 3.8 MB; llvmlite 0.50's is 59.7 MB).
+NUMBA_VERSIONS = {"numba": "0.61.2", "llvmlite": "0.44.0"}
+NUMBA_WHEELS = {
+    "linux-x64": ("manylinux2014_x86_64", "manylinux*x86_64"),
+    "linux-arm64": ("manylinux_2_28_aarch64", "manylinux*aarch64"),
+    "macos-x64": ("macosx_10_15_x86_64", "macosx_*_x86_64"),
+    "macos-arm64": ("macosx_12_0_arm64", "macosx_*_arm64"),
+    "windows-x64": ("win_amd64", "win_amd64"),
+    "windows-arm64": None,
 }
 PLATFORMS = tuple(SCIPY_WHEELS)
 DEFAULT_PLATFORMS = PLATFORMS
@@ -174,10 +192,9 @@ def find_blender_ext(explicit: str | None = None) -> tuple[Path, Path] | None:
     return None
 
 
-def _wheel_glob(platform: str) -> str:
-    version, _, platform_glob = SCIPY_WHEELS[platform]
+def _wheel_glob(package: str, version: str, platform_glob: str) -> str:
     py = "cp" + PYTHON_VERSION.replace(".", "")
-    return f"scipy-{version}-{py}-{py}-{platform_glob}.whl"
+    return f"{package}-{version}-{py}-{py}-{platform_glob}.whl"
 
 
 def check_platforms(platforms) -> list[str]:
@@ -190,42 +207,53 @@ def check_platforms(platforms) -> list[str]:
     return platforms
 
 
-def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[Path]:
-    """scipy wheels for ``platforms`` (Blender platform names), from ``wheel_dir`` or PyPI."""
+def _fetch(package: str, version: str, pip_platform: str, platform_glob: str, wheel_dir: Path) -> Path:
+    """The cp311 wheel of ``package``==``version`` for one platform, from ``wheel_dir`` or PyPI."""
+    pattern = str(wheel_dir / _wheel_glob(package, version, platform_glob))
+    found = sorted(glob.glob(pattern))
+    if not found:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"{package}=={version}",
+            "--only-binary=:all:",
+            "--no-deps",
+            "--python-version",
+            PYTHON_VERSION,
+            "--platform",
+            pip_platform,
+            "-d",
+            str(wheel_dir),
+            "--disable-pip-version-check",
+            "-q",
+        ]
+        log("$ " + " ".join(cmd))
+        done = subprocess.run(cmd, timeout=600)
+        if done.returncode != 0:
+            raise BuildError(f"pip download of {package} {version} for {pip_platform} failed")
+        found = sorted(glob.glob(pattern))
+    if not found:
+        raise BuildError(f"no {package} {version} wheel for {pip_platform} in {wheel_dir}")
+    return Path(found[0])
+
+
+def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[list[Path]]:
+    """Per platform (Blender platform names): its scipy wheel and, where PyPI has them, its numba and
+    llvmlite wheels; from ``wheel_dir`` or PyPI."""
     wheel_dir = Path(wheel_dir)
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    wheels = []
+    out = []
     for platform in check_platforms(platforms):
-        version, pip_platform, _ = SCIPY_WHEELS[platform]
-        found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
-        if not found:
-            cmd = [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                f"scipy=={version}",
-                "--only-binary=:all:",
-                "--no-deps",
-                "--python-version",
-                PYTHON_VERSION,
-                "--platform",
-                pip_platform,
-                "-d",
-                str(wheel_dir),
-                "--disable-pip-version-check",
-                "-q",
-            ]
-            log("$ " + " ".join(cmd))
-            done = subprocess.run(cmd, timeout=600)
-            if done.returncode != 0:
-                raise BuildError(f"pip download of scipy {version} for {platform} failed")
-            found = sorted(glob.glob(str(wheel_dir / _wheel_glob(platform))))
-        if not found:
-            raise BuildError(f"no scipy {version} wheel for {platform} in {wheel_dir}")
-        log(f"{platform}: {found[0]}")
-        wheels.append(Path(found[0]))
-    return wheels
+        version, pip_platform, platform_glob = SCIPY_WHEELS[platform]
+        wheels = [_fetch("scipy", version, pip_platform, platform_glob, wheel_dir)]
+        numba_tags = NUMBA_WHEELS[platform]
+        if numba_tags is not None:
+            wheels += [_fetch(name, v, *numba_tags, wheel_dir) for name, v in NUMBA_VERSIONS.items()]
+        log(f"{platform}: " + ", ".join(w.name for w in wheels))
+        out.append(wheels)
+    return out
 
 
 def _manifest_with_wheels(text: str, wheels: list[str], platforms: list[str]) -> str:
@@ -304,11 +332,11 @@ def build_extension_zip(
     version = package_version(root)
     if split_platforms:
         builds = [
-            ([wheel], [p], out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip")
-            for wheel, p in zip(wheels, platforms, strict=True)
+            (platform_wheels, [p], out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip")
+            for platform_wheels, p in zip(wheels, platforms, strict=True)
         ]
     else:
-        builds = [(wheels, platforms, out_dir / f"{PACKAGE}-{version}.zip")]
+        builds = [([w for ws in wheels for w in ws], platforms, out_dir / f"{PACKAGE}-{version}.zip")]
     outs = []
     with tempfile.TemporaryDirectory(prefix="stiff_rods_build_") as tmp:
         stage = stage_source(root, Path(tmp) / PACKAGE, [], platforms)
@@ -367,7 +395,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--wheel-dir",
         default=str(ROOT / "wheels"),
-        help="where scipy wheels are downloaded and reused (default: wheels/)",
+        help="where the wheels are downloaded and reused (default: wheels/)",
     )
     parser.add_argument(
         "--blender-ext", default=None, help="path to Blender's blender_ext.py (default: from the bpy module)"

@@ -17,7 +17,9 @@ preferences. Checks, in both sessions: the add-on module is enabled and was load
 profile (not the source tree); every class in its ``addon.classes`` is registered and every operator
 is reachable as ``bpy.ops.stiff_rods.<name>``. After the restart: a short simulation runs with the
 numpy/scipy Blender provides (for the extension, scipy must be the bundled wheel, which Blender puts
-in front of other site-packages from the second start on); disabling unregisters every class
+in front of other site-packages from the second start on), with the compiled solver's status and
+whether the simulation ran compiled (numba: the system's for the legacy zip, the bundled wheel for the
+extension); disabling unregisters every class
 without raising; the extension is uninstalled and its wheel removed.
 
 The last line printed is ``INSTALL_CHECK OK {json}`` or ``INSTALL_CHECK FAIL {json}``.
@@ -101,6 +103,11 @@ def check_solver(module, info):
     import numpy as np
 
     solver = __import__(module.__name__ + ".solver", fromlist=["solver"])
+    # the compiled kernels' disk cache in the isolated profile (the add-on points it at Blender's user folders)
+    solver.set_compiled_cache(os.path.join(os.environ["BLENDER_USER_CONFIG"], "stiff_rods_kernels"))
+    said = []
+    info["compiled"] = list(solver.prepare_compiled(said.append))
+    info["compiled_said"] = said
     points = np.stack([np.linspace(0.0, 1.0, 11), np.zeros(11), np.zeros(11)], axis=1)
     model = solver.rod_from_polyline(points, radius=0.01, youngs_modulus=1e9, density=1000.0, pinned=["start"])
     sim = solver.Simulator(model, dt=1 / 60)
@@ -112,6 +119,9 @@ def check_solver(module, info):
     import scipy
 
     info["solver_tip"] = tip.round(6).tolist()
+    info["sim_compiled"] = bool(sim.compiled)
+    numba = sys.modules.get("numba")
+    info["numba_file"] = getattr(numba, "__file__", None)
     info["numpy"] = np.__version__
     info["scipy"] = scipy.__version__
     info["scipy_file"] = scipy.__file__
@@ -204,13 +214,17 @@ def extension_restart(zip_path, info):
     assert under(info["scipy_file"], site), (
         f"scipy was not loaded from the bundled wheel in {site}: {info['scipy_file']}"
     )
+    assert info["numba_file"] is None or under(info["numba_file"], site), (
+        f"numba was not loaded from the bundled wheel in {site}: {info['numba_file']}"
+    )
     check_disable(EXT_MODULE, classes)
     repos = list(bpy.context.preferences.extensions.repos)
     repo_index = [r.module for r in repos].index("user_default")
     result = bpy.ops.extensions.package_uninstall(repo_index=repo_index, pkg_id=PKG)
     assert result == {"FINISHED"}, f"package_uninstall returned {result}"
     assert not os.path.exists(os.path.join(repos[repo_index].directory, PKG)), "files left"
-    left = [n for n in os.listdir(site) if n.startswith("scipy")] if os.path.isdir(site) else []
+    bundled = ("scipy", "numba", "llvmlite")
+    left = [n for n in os.listdir(site) if n.startswith(bundled)] if os.path.isdir(site) else []
     assert not left, f"wheel files left in {site} after uninstall: {left}"
 
 
