@@ -1,0 +1,161 @@
+"""A forest bake: serially, in 2 local worker processes, and on a 2-worker Dask LocalCluster.
+
+    python3 benchmarks/forest.py --json [--frames 24]
+
+The forest: 12 real Sapling trees with leaves, four presets (quaking aspen, callistemon, white birch and
+small maple, the last two at two branching levels) with three seeds each, 8 m apart, in a gusty, turbulent
+10 m/s wind, made by Blender 3.4 (tests/blender_scripts/forest_scene.py). Then, with the bpy module:
+
+* serial: Bake (the operator) on each tree in turn, in one process;
+* parallel: addon/forest.py's ForestPool with 2 worker processes, then the parent's write_forest;
+* dask: tools/bake_forest.py (LocalCluster of 2 workers: start, bake, write, save the baked file).
+
+Keys: ``trees``, ``segments_total``, ``serial_s``, ``parallel_s``, ``dask_s``, ``speedup_2_workers``
+(serial / parallel), ``speedup_dask``, ``max_rotation_diff_vs_serial`` (largest difference between the
+keyframes the parent wrote and Bake's, all F-curves), ``per_tree_s`` (each tree's time in its worker,
+biggest first), ``write_s`` (the parent's writing), ``write_fraction_of_serial``, ``write_keys_per_s``,
+``worker_start_s`` (the pool's time beyond its busiest worker's trees) and ``projection_1000_trees``: the
+wall time of a forest of 1000 such trees (the 12 measured times repeated) on 64 and 512 cores, the
+largest tree as the floor, plus the parent's writing at the measured rate; ``write_bound_cores`` is the
+core count from which the parent's writing takes longer than the trees' simulation.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _blender  # noqa: E402
+import _common  # noqa: E402
+
+ROOT = _blender.ROOT
+SCRIPTS = ROOT / "tests" / "blender_scripts"
+PRESETS = [
+    ("quaking_aspen", {"leaves": 15}),
+    ("callistemon", {"leaves": 20}),
+    ("white_birch", {"levels": 2, "leaves": 12}),
+    ("small_maple", {"levels": 2, "leaves": 12}),
+]
+
+
+def spec(frames: int) -> dict:
+    trees = [
+        {"preset": name, "seed": seed, "location": [8.0 * i, 8.0 * seed, 0.0], "overrides": overrides}
+        for seed in (1, 2, 3)
+        for i, (name, overrides) in enumerate(PRESETS)
+    ]
+    return {"trees": trees, "frames": [1, frames], "wind": {"speed": 10.0, "gusts": 0.2, "turbulence": 2.0}}
+
+
+def make_forest(work: Path, frames: int) -> Path:
+    (work / "spec.json").write_text(json.dumps(spec(frames)))
+    blend = work / "forest.blend"
+    cmd = ["blender", "-b", "--factory-startup", "--python", str(SCRIPTS / "forest_scene.py"), "--"]
+    proc = subprocess.run(
+        cmd + [str(blend), str(work / "spec.json")], capture_output=True, text=True, env=_blender.blender_env()
+    )
+    if proc.returncode or not blend.is_file():
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit("making the forest failed")
+    return blend
+
+
+def project(per_tree: list, write_per_tree: float, start_s: float, n: int, cores: int) -> dict:
+    """Wall time [s] of ``n`` trees (the measured ones repeated) on ``cores`` workers: the larger of the total
+    over the cores and the largest tree, plus a worker's start, plus the parent's writing."""
+    times = [per_tree[i % len(per_tree)] for i in range(n)]
+    compute = max(sum(times) / cores, max(times)) + start_s
+    write = write_per_tree * n
+    return {"compute_s": round(compute, 1), "write_s": round(write, 1), "total_s": round(compute + write, 1)}
+
+
+def inner(blend: str, work: str) -> dict:
+    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(SCRIPTS))
+    import bake_forest
+    from forest_bake import key_difference, scene_keys
+
+    forest = bake_forest.load_forest(str(ROOT))
+    import bpy
+
+    bpy.ops.wm.open_mainfile(filepath=blend)
+    scene = bpy.context.scene
+    found = forest.resolve(scene.objects)
+    names = [t.name for t in found.trees]
+    t0 = time.perf_counter()
+    for name in names:
+        bpy.context.view_layer.objects.active = bpy.data.objects[name]
+        assert bpy.ops.stiff_rods.bake() == {"FINISHED"}, name
+    serial_s = time.perf_counter() - t0
+    serial_keys = scene_keys(bpy, names)
+
+    bpy.ops.wm.open_mainfile(filepath=blend)
+    folder = os.path.join(work, "pool")
+    t0 = time.perf_counter()
+    pool = forest.ForestPool(blend, found.trees, scene.frame_start, scene.frame_end, folder, workers=2, kind="python")
+    final = pool.run()
+    pool_s = time.perf_counter() - t0
+    assert final.finished and not final.failures, final.failures
+    write = forest.write_forest(folder)
+    parallel_s = time.perf_counter() - t0
+    diff = key_difference(scene_keys(bpy, names), serial_keys)
+    entries = sorted(pool.manifest["trees"], key=lambda e: -e["seconds"])
+    per_tree = [e["seconds"] for e in entries]
+    busiest = max(sum(e["seconds"] for e in entries if e["worker"] == w) for w in {e["worker"] for e in entries})
+
+    t0 = time.perf_counter()
+    rc = bake_forest.main([blend, "--workers", "2", "--json", "--out", os.path.join(work, "dask_baked.blend")])
+    dask_s = time.perf_counter() - t0
+    assert rc == 0
+    return {
+        "trees": len(names),
+        "frames": scene.frame_end - scene.frame_start + 1,
+        "segments_total": sum(e["segments"] for e in entries),
+        "serial_s": round(serial_s, 2),
+        "parallel_s": round(parallel_s, 2),
+        "dask_s": round(dask_s, 2),
+        "speedup_2_workers": round(serial_s / parallel_s, 3),
+        "speedup_dask": round(serial_s / dask_s, 3),
+        "max_rotation_diff_vs_serial": max(diff.values()),
+        "per_tree_s": [round(t, 3) for t in per_tree],
+        "write_s": round(write.seconds, 3),
+        "write_fraction_of_serial": round(write.seconds / serial_s, 4),
+        "write_keys_per_s": round(write.keys / write.seconds),
+        "worker_start_s": round(pool_s - busiest, 2),
+    }
+
+
+def main():
+    if "--inner" in sys.argv:
+        blend, work = sys.argv[sys.argv.index("--inner") + 1 :][:2]
+        print(json.dumps(inner(blend, work)))
+        return
+    ap = _common.arguments(__doc__)
+    ap.add_argument("--frames", type=int, default=24, help="frames baked per tree (default 24)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="forest_bench_") as tmp:
+        work = Path(tmp)
+        blend = make_forest(work, args.frames)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--inner", str(blend), str(work)], capture_output=True, text=True
+        )
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode or not lines:
+            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+            raise SystemExit(f"the forest benchmark failed (exit {proc.returncode})")
+        result = json.loads(lines[-1])
+    per_tree, n_trees = result["per_tree_s"], result["trees"]
+    result["projection_1000_trees"] = {
+        cores: project(per_tree, result["write_s"] / n_trees, result["worker_start_s"], 1000, cores)
+        for cores in (64, 512)
+    }
+    result["write_bound_cores"] = round(sum(per_tree) / result["write_s"])
+    _common.report(result, args.json, "{:>28}: {}")
+
+
+if __name__ == "__main__":
+    main()
