@@ -84,6 +84,7 @@ def inner(blend: str, work: str) -> dict:
 
     bpy.ops.wm.open_mainfile(filepath=blend)
     scene = bpy.context.scene
+    start, end = scene.frame_start, scene.frame_end
     found = forest.resolve(scene.objects)
     names = [t.name for t in found.trees]
     t0 = time.perf_counter()
@@ -96,7 +97,7 @@ def inner(blend: str, work: str) -> dict:
     bpy.ops.wm.open_mainfile(filepath=blend)
     folder = os.path.join(work, "pool")
     t0 = time.perf_counter()
-    pool = forest.ForestPool(blend, found.trees, scene.frame_start, scene.frame_end, folder, workers=2, kind="python")
+    pool = forest.ForestPool(blend, found.trees, start, end, folder, workers=2, kind="python")
     final = pool.run()
     pool_s = time.perf_counter() - t0
     assert final.finished and not final.failures, final.failures
@@ -113,7 +114,7 @@ def inner(blend: str, work: str) -> dict:
     assert rc == 0
     return {
         "trees": len(names),
-        "frames": scene.frame_end - scene.frame_start + 1,
+        "frames": end - start + 1,
         "segments_total": sum(e["segments"] for e in entries),
         "serial_s": round(serial_s, 2),
         "parallel_s": round(parallel_s, 2),
