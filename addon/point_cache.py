@@ -69,6 +69,9 @@ def add_mesh_cache(obj, filepath: str, start_frame: int):
     mod.interpolation = "LINEAR"
     mod.forward_axis, mod.up_axis = "POS_Y", "POS_Z"  # PC2 coordinates are the object's own
     if obj.modifiers[0] != mod:  # first in the stack
-        with bpy.context.temp_override(object=obj, active_object=obj):
-            bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=0)
+        if hasattr(obj.modifiers, "move"):  # Blender 4.0+: no operator, so no evaluation of the whole scene
+            obj.modifiers.move(len(obj.modifiers) - 1, 0)
+        else:
+            with bpy.context.temp_override(object=obj, active_object=obj):
+                bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=0)
     return mod
