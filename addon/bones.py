@@ -18,6 +18,7 @@ import bpy
 import numpy as np
 
 from ..solver.core import quaternion as quat
+from .frames import metric
 
 ADDED_BONES = "stiff_rods_added_bones"
 ENVELOPE_DISTANCE = 0.001  # m, Sapling's
@@ -57,7 +58,7 @@ def plan_missing_bones(session) -> BonePlan | None:
             span -= 1
         return None
 
-    inv = np.linalg.inv(np.array(arm.matrix_world))
+    inv = np.linalg.inv(metric(arm.matrix_world, session.unit))  # world metres → armature space
     existing = set(arm.data.bones.keys())
     parent_of = session.branch_map.branch_parent
     order: list[int] = []

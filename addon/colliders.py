@@ -14,10 +14,11 @@ A collider that has no shape to collide with is skipped, and the operators repor
 vertex on one line or point), or a closed mesh flattened to zero thickness (its faces point to both sides
 in equal measure, so there is no face side to put the thin box under).
 
-The shape is taken in world space (scale included) at the start frame; after that the object moves
-rigidly with its animated transform (location and rotation; a changing scale or a deforming mesh is not
-followed), read at every simulated frame and interpolated across substeps. Friction μ is the rod
-object's *Friction* setting. Hidden objects (viewport) and the simulated objects themselves are ignored.
+The shape is taken in world space (scale included, in metres: scene units times the scene's Unit Scale) at the
+start frame; after that the object moves rigidly with its animated transform (location and rotation; a
+changing scale or a deforming mesh is not followed), read at every simulated frame and interpolated across
+substeps. Friction μ is the rod object's *Friction* setting. Hidden objects (viewport) and the simulated
+objects themselves are ignored.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..solver.contact.colliders import Box, Mesh
 from ..solver.core import quaternion as quat
-from .frames import FramePoses, rigid
+from .frames import FramePoses, animated, metric, rigid
 
 FLAT_TOLERANCE = 1e-4  # relative to the mesh's size
 CELLS_ALONG_LONGEST = 48
@@ -126,15 +127,15 @@ def _rigid(name, matrix):
 class SceneCollider:
     """One Collision object: its solver collider (shape fixed at the start frame) and its motion since."""
 
-    def __init__(self, obj):
-        self.obj = obj
+    def __init__(self, obj, unit: float = 1.0):
+        self.obj, self.unit = obj, unit  # unit: metres per Blender unit
         co, f = _local_triangles(obj)
-        m = np.array(obj.matrix_world)
+        m = metric(obj.matrix_world, unit)
         why = _why_degenerate(co, f, m)
         if why is not None:
             raise ValueError(f"Collision object '{obj.name}' {why}")
         v = co @ m[:3, :3].T + m[:3, 3]  # world space
-        self.start = _rigid(obj.name, obj.matrix_world)  # world pose at the start frame
+        self.start = _rigid(obj.name, m)  # world pose at the start frame
         self._frames = FramePoses(*self.start)
         # shape in the frame of the start pose, so the collider's pose(t) is the motion since the start
         t0, q0 = self.start
@@ -143,15 +144,15 @@ class SceneCollider:
 
     def read(self, t: float, first: bool = False) -> None:
         """The object's pose at simulation time ``t`` [s] (the scene is at that frame)."""
-        self._frames.read(t, *_rigid(self.obj.name, self.obj.matrix_world), first=first)
+        x, q = _rigid(self.obj.name, metric(self.obj.matrix_world, self.unit))
+        self._frames.read(t, x, q, first=first)
 
     def pose(self, t: float):
         return self._frames.at(t)
 
     @property
     def animated(self) -> bool:
-        ad = self.obj.animation_data
-        return bool(ad and (ad.action or ad.drivers)) or self.obj.parent is not None or bool(self.obj.constraints)
+        return animated(self.obj)
 
 
 def _shape(name, v, f, pose):

@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from ..solver.build.resample import bezier_polyline, resample_polyline
+from .frames import metric
 
 BONE_NAME = re.compile(r"^bone(\d+)\.(\d+)$")
 
@@ -155,17 +156,18 @@ def _uniform_scale(matrix) -> float:
     return float(np.cbrt(abs(np.linalg.det(m))))
 
 
-def read_curve_branches(curve, default_radius: float, segment_length: float | None = None):
-    """World-space polylines and radii of every spline with ≥ 2 distinct points.
+def read_curve_branches(curve, default_radius: float, segment_length: float | None = None, unit: float = 1.0):
+    """World-space polylines and radii [m] of every spline with ≥ 2 distinct points; ``unit``: metres per
+    Blender unit (the scene's Unit Scale).
 
-    Radius = point radius × bevel depth × object scale (``default_radius`` [m] replaces the bevel
-    depth of a curve without bevel). With ``segment_length`` [m] each spline is evaluated (Bézier
-    handles included) and resampled to segments of about that length; without it (Sapling trees,
-    whose bones span control points) the control points are the segment ends, and the third value
-    holds each spline as drawn: ``(dense points (M, 3) world m, span index (M − 1,))`` (Bézier
+    Radius = point radius × bevel depth × object scale (``default_radius``, in Blender units as the bevel
+    depth, replaces the bevel depth of a curve without bevel). With ``segment_length`` [Blender units] each
+    spline is evaluated (Bézier handles included) and resampled to segments of about that length; without it
+    (Sapling trees, whose bones span control points) the control points are the segment ends, and the third
+    value holds each spline as drawn: ``(dense points (M, 3) world m, span index (M − 1,))`` (Bézier
     handles included; empty for resampled curves)."""
     data = curve.data
-    mw = np.array(curve.matrix_world)
+    mw = metric(curve.matrix_world, unit)
     scale = _uniform_scale(curve.matrix_world)
     bevel = data.bevel_depth if data.bevel_depth > 0 else default_radius
     branches, index, curves = [], [], []
@@ -190,7 +192,7 @@ def read_curve_branches(curve, default_radius: float, segment_length: float | No
         co = co.reshape(-1, 3)
         if co.shape[0] < 2:
             continue
-        r = np.maximum(rad, 1e-3) * bevel * scale
+        r = np.maximum(rad, 1e-3) * bevel * scale * unit
         if segment_length is not None:
             if handles is not None:
                 co, r = bezier_polyline(co, handles[0], handles[1], r, cyclic=spline.use_cyclic_u)
@@ -211,16 +213,18 @@ def read_curve_branches(curve, default_radius: float, segment_length: float | No
     return branches, index, curves
 
 
-def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1) -> TreeSource:
-    """Everything the solver needs from the selection; raises :class:`ReadError` naming the problem.
+def read_tree(obj, default_radius: float = 0.01, segment_length: float = 0.1, unit: float = 1.0) -> TreeSource:
+    """Everything the solver needs from the selection, in metres (``unit``: metres per Blender unit); raises
+    :class:`ReadError` naming the problem.
 
-    Sapling trees keep one segment per bone span; other curves are resampled to ``segment_length`` [m]."""
+    Sapling trees keep one segment per bone span; other curves are resampled to ``segment_length``
+    [Blender units, as the setting is shown: scene units]."""
     curve, armature, leaves = find_parts(obj)
     for part in (armature, curve, leaves):
         if part is not None:
             check_transform(part)
     branches, spline_index, curves = read_curve_branches(
-        curve, default_radius, None if armature is not None else segment_length
+        curve, default_radius, None if armature is not None else segment_length, unit
     )
     for b, (pts, _) in enumerate(branches):
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
@@ -276,15 +280,15 @@ class LeafMesh:
     weight_vertex: np.ndarray  # (W,) vertex of each (vertex, bone, weight) entry of a bone's vertex group
     weight_bone: np.ndarray  # (W,) index into TreeSource.bone_names
     weight: np.ndarray  # (W,) > 0
-    matrix_world: np.ndarray  # (4, 4) of the leaves object at rest
+    matrix_world: np.ndarray  # (4, 4) of the leaves object at rest, to metres (frames.metric)
 
 
-def read_leaf_mesh(leaves, bone_names) -> LeafMesh | None:
-    """The leaves mesh of a Sapling tree, or None when it has no polygons."""
+def read_leaf_mesh(leaves, bone_names, unit: float = 1.0) -> LeafMesh | None:
+    """The leaves mesh of a Sapling tree (``unit``: metres per Blender unit), or None when it has no polygons."""
     me = leaves.data
     if len(me.polygons) == 0:
         return None
-    mw = np.array(leaves.matrix_world)
+    mw = metric(leaves.matrix_world, unit)
     co_local = np.empty(3 * len(me.vertices), np.float32)
     me.vertices.foreach_get("co", co_local)
     co_local = co_local.reshape(-1, 3)

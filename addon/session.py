@@ -1,6 +1,11 @@
 """A running simulation of one Blender tree or curve: solver model + the map back to bones.
 
 Kept in memory per object (not saved in the .blend): Convert builds it, Simulate and Bake advance it.
+
+Units: the solver works in metres, kilograms and seconds. Every coordinate read from Blender (branches,
+radii, leaves, pin and hook objects, colliders, wind fields) is in scene units and is multiplied by the
+scene's Unit Scale (1 Blender unit = Unit Scale m, :func:`addon.frames.unit_scale`); what is written back is
+divided by it. Gravity (Scene > Gravity) is taken in m/s² as it is stored, whatever the unit scale.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from ..solver.models.rod_set import RodSet
 from . import reader
 from .bones import BoneRotations
 from .colliders import SceneCollider, collision_objects
-from .frames import FramePoses, rotation
+from .frames import FramePoses, animated, metric, rigid, rotation, unit_scale
 
 SESSIONS: dict[str, Session] = {}  # object name → session
 
@@ -35,13 +40,23 @@ MATERIALS = {  # E [Pa], G [Pa], ρ [kg/m³]
 }
 
 SEED_MODELS = {"PAOBCR": "PaOBCR", "PBER": "PBER", "DLO": "DLO"}  # rod models of the seeds, for curves
+CARRIER_TOLERANCE = 1e-5  # on |MᵀM − I| of the carrier's motion (float32 matrices of a turning carrier: < 1e-6)
 
 
 class Session:
     def __init__(self, obj: bpy.types.Object, scene: bpy.types.Scene):
+        self.wind = None  # addon.wind.SceneWind, set by the operators when the scene has wind
+        self._build(obj, scene)
+
+    def _build(self, obj: bpy.types.Object, scene: bpy.types.Scene) -> None:
+        """Read the tree or curve ``obj`` and its settings from the scene as it is now."""
+        self.object = obj
+        self.unit = unit_scale(scene)  # metres per Blender unit
         settings = obj.stiff_rods  # type: ignore[attr-defined]  # registered by addon.properties
         ss = scene.stiff_rods  # type: ignore[attr-defined]
-        src = reader.read_tree(obj, default_radius=settings.default_radius, segment_length=settings.segment_length)
+        src = reader.read_tree(
+            obj, default_radius=settings.default_radius, segment_length=settings.segment_length, unit=self.unit
+        )
         youngs, torsion, density = material(settings)
         model, self.branch_map = tree_from_branches(
             src.branches,
@@ -68,7 +83,7 @@ class Session:
         self.gravity = np.array(scene.gravity) if (ss.use_scene_gravity and scene.use_gravity) else np.zeros(3)
         mode = settings.rest_shape
         self.loaded_rest = mode == "LOADED" or (mode == "AUTO" and src.armature is not None)
-        self.pins = PinSet(model, src, settings, scene)  # the model with pinned segments
+        self.pins = PinSet(model, src, settings, self.unit)  # the model with pinned segments
         self._prestressed = None  # (pinned mask, pre-stressed model) of _rest_model
         self.model = self._rest_model()
         fps = scene.render.fps / scene.render.fps_base
@@ -76,7 +91,6 @@ class Session:
         self._solver_settings(ss, live=False)
         self.damping = settings.damping
         self.drag_coefficient = settings.drag_coefficient
-        self.wind = None  # addon.wind.SceneWind, set by the operators when the scene has wind
         self.collide, self.friction, self.self_collision = settings.collide, settings.friction, settings.self_collision
         self.colliders = self._read_colliders(scene)
         self.frame = self.start_frame = scene.frame_current
@@ -100,7 +114,7 @@ class Session:
     def _attach_leaves(self, model, src):
         """Every leaf (a connected piece of the leaves mesh, solver/build/leaves.py) a plate segment jointed to its
         branch (Deul §5). All the leaf's vertices ride on that one segment, so it keeps its shape."""
-        lm = reader.read_leaf_mesh(src.leaves, src.bone_names)
+        lm = reader.read_leaf_mesh(src.leaves, src.bone_names, self.unit)
         if lm is None:
             return model
         f = leaf_frames(lm.co, lm.loop_start, lm.loop_total, lm.loop_vertex, src.branches, src.curves or None)
@@ -126,13 +140,13 @@ class Session:
         return model
 
     def leaf_vertices_world(self) -> np.ndarray:
-        """World positions (V, 3) [m] of the leaves mesh's vertices: a leaf's carried by its leaf segment,
-        a vertex of no leaf at rest."""
+        """World positions (V, 3) [m] of the leaves mesh's vertices as seen from the carrier
+        (:meth:`frame_state`): a leaf's carried by its leaf segment, a vertex of no leaf at rest."""
         lm = self.leaf_mesh
         assert lm is not None
         used, seg, local = self.leaf_binding
         out = lm.co.copy()
-        out[used] = carried_points(self.sim.positions, self.sim.orientations, seg, local)
+        out[used] = carried_points(*self.frame_state(), seg, local)
         return out
 
     def leaf_base_coordinates(self) -> np.ndarray:
@@ -148,9 +162,10 @@ class Session:
         used = self.leaf_binding[0]
         x = self.leaf_vertices_world()[used]
         seg = self.bone_segment[lm.weight_bone]
+        positions, orientations = self.frame_state()
         rest = quat.to_matrix(self.model.orientations[seg])
-        motion = quat.to_matrix(self.sim.orientations[seg]) @ rest.transpose(0, 2, 1)  # R_b R_b⁰ᵀ
-        shift = self.sim.positions[seg] - np.einsum("wij,wj->wi", motion, self.model.positions[seg])
+        motion = quat.to_matrix(orientations[seg]) @ rest.transpose(0, 2, 1)  # R_b R_b⁰ᵀ
+        shift = positions[seg] - np.einsum("wij,wj->wi", motion, self.model.positions[seg])
         n = lm.co.shape[0]
         a, t = np.zeros((n, 3, 3)), np.zeros((n, 3))
         np.add.at(a, lm.weight_vertex, lm.weight[:, None, None] * motion)
@@ -195,7 +210,7 @@ class Session:
             gravity=self.gravity,
             damping=self.damping,
             solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
-            kinematic=self.pins.driver if self.pins.driven else None,
+            kinematic=self.pins.driver if self.pins.driven or self.pins.carried else None,
         )
         sim.factor_reuse = self.factor_reuse
         if self.wind is not None:
@@ -221,13 +236,18 @@ class Session:
             return []
         src = self.source
         objects, self.skipped_colliders = collision_objects(scene, exclude=(src.armature, src.curve, src.leaves))
-        return [SceneCollider(o) for o in objects]
+        return [SceneCollider(o, self.unit) for o in objects]
 
     def _make_rod_set(self) -> RodSet:
         """One rod of a seed model per spline (solver/models/rod_set.py): root clamp and gravity only."""
         name = SEED_MODELS[self.rod_model]
         if self.pins.driven:
             raise ValueError(f"Rod Model '{name}': Pin To and Hook modifiers need a Stiff Rods model")
+        if self.pins.carried:
+            raise ValueError(
+                f"Rod Model '{name}' does not follow a moving carrier: '{self.pins.carrier.name}' is animated "
+                "(keys, drivers or constraints move it or a parent); use a Stiff Rods model"
+            )
         if self.wind is not None:
             raise ValueError(
                 f"Rod Model '{name}' has no wind drag: turn off Force Fields and Storm, or use a Stiff Rods model"
@@ -256,10 +276,11 @@ class Session:
 
     @property
     def needs_scene_frames(self) -> bool:
-        """True when something the simulation reads is animated in the scene (pin objects, wind fields):
-        then every frame is evaluated with ``scene.frame_set`` before it is simulated."""
+        """True when something the simulation reads is animated in the scene (the carrier, pin objects, wind
+        fields, colliders): then every frame is evaluated with ``scene.frame_set`` before it is simulated."""
         return (
             self.pins.driven
+            or self.pins.carried
             or (self.wind is not None and self.wind.animated)
             or any(c.animated for c in self.colliders)
         )
@@ -280,12 +301,16 @@ class Session:
 
     def reset(self, frame: int, scene=None, live: bool = False) -> None:
         """Start over at ``frame`` with the model at rest. With ``scene``: re-read the solver settings (``live``:
-        the live preview's), the pins, the colliders and the wind there."""
+        the live preview's), the pins, the colliders and the wind there; the tree itself too when its carrier
+        (armature, or plain curve) is elsewhere at ``frame`` than where it was read, or the unit scale changed."""
         self.frame = self.start_frame = frame
         if scene is not None:
-            self._solver_settings(scene.stiff_rods, live)
             if scene.frame_current != frame:
                 scene.frame_set(frame)
+            here = metric(self.pins.carrier.matrix_world, self.unit)
+            if unit_scale(scene) != self.unit or not np.allclose(here, self.pins.carrier_rest, rtol=0.0, atol=1e-9):
+                self._build(self.object, scene)  # the rest shape is where the carrier is at the start
+            self._solver_settings(scene.stiff_rods, live)
             self.colliders = self._read_colliders(scene)  # shaped where they are at the start frame
             self._read_scene(scene, frame, first=True)
             self.model = self._rest_model()  # pins are chosen where their objects are at the start
@@ -323,11 +348,24 @@ class Session:
         With ΔA the segment's rotation since rest in armature space and Q the bone's rest rotation,
         a bone's pose-space rotation is ``Q⁻¹ (ΔA_parent⁻¹ ΔA) Q`` (rotation keys only: heads follow
         the parent chain because the joints hold them); see :class:`addon.bones.BoneRotations`."""
-        return self.bone_rotations(self.sim.orientations[self.bone_segment])
+        return self.bone_rotations(self.frame_state()[1][self.bone_segment])
+
+    def frame_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (n, 3) [m] and orientations (n, 4) of the segments as seen from the carrier: moved back by
+        the carrier's motion since the model was read (:class:`PinSet`), so the armature, curve and leaves,
+        which ride on the carrier, take them in their frames as they were read. The simulator's own arrays
+        while the carrier is where it was read."""
+        motion = self.pins.carrier_motion
+        x, q = self.sim.positions, self.sim.orientations
+        if motion is None:
+            return x, q
+        t, r = motion
+        r = np.broadcast_to(r, q.shape)
+        return quat.rotate_inverse(r, x - t), quat.multiply_conjugate(r, q)
 
     def _bind_control_points(self):
         """Every curve control point (and Bézier handle) bound to the nearest segment of its own rod."""
-        mw = np.array(self.source.curve.matrix_world)
+        mw = self.curve_matrix = metric(self.source.curve.matrix_world, self.unit)
         binding = []
         m = self.model
         for b, cps in enumerate(self.source.control_points):
@@ -338,11 +376,12 @@ class Session:
         return binding
 
     def control_points_now(self):
-        """The curve's control points (object-local, [m]) carried by the simulated segments."""
-        inv = np.linalg.inv(np.array(self.source.curve.matrix_world))
+        """The curve's control points (object-local) carried by the simulated segments."""
+        inv = np.linalg.inv(self.curve_matrix)
+        positions, orientations = self.frame_state()
         out = []
         for cps, (seg, local) in zip(self.source.control_points, self.curve_binding, strict=True):
-            world = carried_points(self.sim.positions, self.sim.orientations, seg, local)
+            world = carried_points(positions, orientations, seg, local)
             pts = world @ inv[:3, :3].T + inv[:3, 3]
             k = cps.co.shape[0]
             out.append(
@@ -414,25 +453,30 @@ class Session:
 class PinSet:
     """Which segments are kinematic, and the poses that drive them.
 
-    Root clamps (anchor segments of ``Pinned Root``) stay at rest. A *pin object* (the object
-    setting ``Pin To``) holds the segment nearest to its origin, and every Hook modifier of a plain
-    curve holds the segment nearest to its hooked control points: these segments follow their object's
-    world transform, ``x(t) = M(t) M(t₀)⁻¹ x(rest)`` with t₀ the start frame, interpolated linearly across a
-    frame's substeps."""
+    Root clamps (anchor segments of ``Pinned Root``) ride on the *carrier*: the tree's armature, or a plain
+    curve's own object. When it can move (keys or drivers of its transform, NLA tracks or constraints, on it or
+    a parent: :func:`addon.frames.animated`) its world matrix M is read at every simulated frame and the clamps follow
+    its motion since the model was read, ``x(t) = M(t) M(t_read)⁻¹ x(rest)`` (a carrier that changes its
+    scale, or mirrors or shears, is refused). A *pin object* (the object setting ``Pin To``) holds the
+    segment nearest to its origin, and every Hook modifier of a plain curve holds the segment nearest to its
+    hooked control points: these segments follow their object's world transform, ``x(t) = M(t) M(t₀)⁻¹
+    x(rest)`` with t₀ the start frame. Both are interpolated linearly across a frame's substeps."""
 
-    def __init__(self, model, src, settings, scene):
+    def __init__(self, model, src, settings, unit: float):
         self.base = model
-        self.settings, self.src = settings, src
+        self.settings, self.src, self.unit = settings, src, unit
+        self.carrier = src.armature or src.curve
+        self.carrier_rest = metric(self.carrier.matrix_world, unit)  # where the model was read
         self._choose()
 
     def _targets(self):
-        """(object, world point) of every pin: the pin object's origin, each hook's first hooked point."""
+        """(object, world point [m]) of every pin: the pin object's origin, each hook's first hooked point."""
         out = []
         pin_obj = getattr(self.settings, "pin_object", None)
         if pin_obj is not None:
-            out.append((pin_obj, np.array(pin_obj.matrix_world)[:3, 3]))
+            out.append((pin_obj, metric(pin_obj.matrix_world, self.unit)[:3, 3]))
         if self.src.armature is None:
-            out += _hook_targets(self.src.curve)
+            out += _hook_targets(self.src.curve, self.unit)
         return out
 
     def _choose(self) -> None:
@@ -450,13 +494,34 @@ class PinSet:
         self.rest_x = self.model.positions[order].copy()
         self.rest_q = self.model.orientations[order].copy()
         self.driven = bool(segs)
-        self._m0 = [np.array(o.matrix_world) for o in self.objects]
+        self.carried = animated(self.carrier)
+        # the carrier's motion since carrier_rest: (translation (3,) [m], unit quaternion (4,)); None: none
+        self.carrier_motion: tuple[np.ndarray, np.ndarray] | None = None
+        self._m0 = [metric(o.matrix_world, self.unit) for o in self.objects]
         self._frames = FramePoses(*self._current_poses())
+
+    def _read_carrier(self) -> None:
+        m = metric(self.carrier.matrix_world, self.unit)
+        if np.array_equal(m, self.carrier_rest):
+            self.carrier_motion = None  # the exact rest arrays: a carrier back at rest changes nothing
+            return
+        rel = m @ np.linalg.inv(self.carrier_rest)
+        a = rel[:3, :3]
+        if np.abs(a.T @ a - np.eye(3)).max() > CARRIER_TOLERANCE or np.linalg.det(a) < 0.0:
+            raise ValueError(
+                f"'{self.carrier.name}' changes its scale (or mirrors or shears) during the simulation: Stiff Rods "
+                "follows a carrier that moves and turns; keep its scale constant"
+            )
+        self.carrier_motion = rigid(rel)
 
     def _current_poses(self) -> tuple[np.ndarray, np.ndarray]:
         x, q = self.rest_x.copy(), self.rest_q.copy()
+        if self.carrier_motion is not None:
+            t, r = self.carrier_motion
+            r = np.broadcast_to(r, q.shape)
+            x, q = quat.rotate(r, x) + t, quat.multiply(r, q)
         for i, (obj, m0) in enumerate(zip(self.objects, self._m0, strict=True)):
-            rel = np.array(obj.matrix_world) @ np.linalg.inv(m0)
+            rel = metric(obj.matrix_world, self.unit) @ np.linalg.inv(m0)
             slot = self._slot[i]
             x[slot] = rel[:3, :3] @ self.rest_x[slot] + rel[:3, 3]
             r = quat.from_matrix(rotation(rel)[None])[0]
@@ -464,19 +529,22 @@ class PinSet:
         return x, q
 
     def read(self, t: float, first: bool = False) -> None:
-        """Take the pin objects' poses of the frame at time ``t`` [s] (the scene is at that frame).
-        ``first``: the simulation starts here, so the pins' poses now are the ones that hold the rest shape."""
+        """Take the carrier's and the pin objects' poses of the frame at time ``t`` [s] (the scene is at that
+        frame). ``first``: the simulation starts here, so the pins' poses now are the ones that hold the rest
+        shape."""
         if first:
             self._choose()
+        if self.carried:
+            self._read_carrier()
         self._frames.read(t, *self._current_poses(), first=first)
 
     def driver(self, t: float):
         return self._frames.at(t)
 
 
-def _hook_targets(curve):
-    """(hook object, world position of its first hooked control point) for each Hook modifier."""
-    mw = np.array(curve.matrix_world)
+def _hook_targets(curve, unit: float):
+    """(hook object, world position [m] of its first hooked control point) for each Hook modifier."""
+    mw = metric(curve.matrix_world, unit)
     flat = []  # control point positions in the curve's index order
     for sp in curve.data.splines:
         if sp.type == "BEZIER":

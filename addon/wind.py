@@ -9,10 +9,13 @@ Mapping (documented in the README):
   Noise n → gusts with intensity 0.1·n (std/mean); Seed → seed. Flow is ignored: our wind is
   always an air velocity, drag makes it a force.
 * **Turbulence field** → spatially coherent turbulence with standard deviation Strength × *Field
-  Speed* [m/s] and length scale Size [m], around the field's location with the same falloff.
+  Speed* [m/s] and length scale Size, around the field's location with the same falloff.
 * **Storm** (scene setting): calm → peak → calm over frames, gusts and turbulence as fractions of
   the mean speed, a power-law height profile (exponent 0.143, reference height 10 m above the scene
   floor z = 0).
+
+Lengths (field positions, Min/Max Distance, Size) are in scene units and become metres with the scene's
+Unit Scale (1 Blender unit = Unit Scale m); speeds are m/s whatever the unit scale.
 
 Fields are read at every simulated frame when they are animated (strength, noise, transform), so
 keyframed gusts and turning fields work in Simulate and Bake.
@@ -27,21 +30,12 @@ import numpy as np
 
 from ..solver.air import wind as solver_wind
 from ..solver.air.drag import AerodynamicDrag
+from .frames import animated, unit_scale
 
 GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noise
 
 
-def _is_animated(obj) -> bool:
-    while obj is not None:
-        if obj.animation_data is not None and (
-            obj.animation_data.action is not None or len(obj.animation_data.drivers)
-        ):
-            return True
-        obj = obj.parent
-    return False
-
-
-def _falloff(field) -> dict:
+def _falloff(field, unit: float) -> dict:
     if field.shape == "PLANE":
         kind = "plane"
     elif field.falloff_type == "TUBE":
@@ -51,18 +45,18 @@ def _falloff(field) -> dict:
     return dict(
         falloff=kind,
         falloff_power=float(field.falloff_power),
-        min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
-        max_distance=float(field.distance_max) if field.use_max_distance else math.inf,
+        min_distance=unit * float(field.distance_min) if field.use_min_distance else 0.0,
+        max_distance=unit * float(field.distance_max) if field.use_max_distance else math.inf,
     )
 
 
-def _frame_of(obj):
+def _frame_of(obj, unit: float):
     m = np.array(obj.matrix_world)
     z = m[:3, 2]
     n = np.linalg.norm(z)
     if not n > 0:
         raise ValueError(f"Force field '{obj.name}' has a zero scale: its direction (+Z) is undefined")
-    return m[:3, 3].copy(), z / n
+    return unit * m[:3, 3], z / n
 
 
 class SceneWind:
@@ -72,7 +66,8 @@ class SceneWind:
         self.scene_settings = scene.stiff_rods
         self.field_objects = field_objects
         self.use_storm = storm
-        self.animated = any(_is_animated(o) for o in field_objects)
+        self.animated = any(animated(o, paths=("",)) for o in field_objects)  # strength, noise, … and transform
+        self.unit = unit_scale(scene)  # metres per Blender unit
         self.fields: list[solver_wind.WindField | None] = [None] * len(field_objects)
         self.storm = None
         self.wind = solver_wind.WindSum([])
@@ -99,12 +94,12 @@ class SceneWind:
     def read(self, scene, frame: int, t: float, first: bool = False) -> None:
         """Parameters at ``frame`` (the scene is evaluated at that frame), simulation time ``t`` [s]."""
         ss = self.scene_settings
-        scale = ss.field_speed_scale
+        scale, unit = ss.field_speed_scale, self.unit
         if first:
             self.start_frame, self.start_t = frame, t
         for i, obj in enumerate(self.field_objects):
             f = obj.field
-            origin, direction = _frame_of(obj)
+            origin, direction = _frame_of(obj, unit)
             if f.type == "WIND":
                 params = dict(
                     speed=f.strength * scale,
@@ -112,7 +107,7 @@ class SceneWind:
                     origin=origin,
                     gust_intensity=GUST_PER_NOISE * f.noise,
                     seed=int(f.seed),
-                    **_falloff(f),
+                    **_falloff(f, unit),
                 )
             else:
                 params = dict(
@@ -120,9 +115,9 @@ class SceneWind:
                     direction=direction,
                     origin=origin,
                     turbulence_speed=abs(f.strength) * scale,
-                    turbulence_length=max(float(f.size), 1e-3),
+                    turbulence_length=max(unit * float(f.size), 1e-3),
                     seed=int(f.seed),
-                    **_falloff(f),
+                    **_falloff(f, unit),
                 )
             self.fields[i] = solver_wind.WindField(**params)
         if self.use_storm and (first or self.storm is None):
