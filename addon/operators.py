@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 
 import bpy
 import numpy as np
@@ -15,6 +16,8 @@ from bpy.props import IntProperty
 
 from ..solver.core import quaternion as quat
 from . import bones, keyframes, point_cache, reader, wind
+from .fingerprint import fingerprint
+from .properties import own_parts
 from .session import SESSIONS, Session
 
 PREV_ACTION = "stiff_rods_previous_action"
@@ -26,8 +29,18 @@ PREV_LEAF_CACHE = "stiff_rods_leaf_cache"
 
 def _target(context):
     obj = context.active_object
+    if obj is not None and obj.instance_type == "COLLECTION" and obj.instance_collection is not None:
+        raise reader.ReadError(
+            f"'{obj.name}' shows an instance of collection '{obj.instance_collection.name}': Stiff Rods simulates "
+            "the tree's own objects; select them in the scene that holds the collection, or make the instance "
+            "real (Object > Apply > Make Instances Real)"
+        )
     curve, armature, _ = reader.find_parts(obj)
     return armature or curve
+
+
+_BUILT_FROM: weakref.WeakKeyDictionary[Session, bytes] = weakref.WeakKeyDictionary()  # session → its inputs
+RUNNING: dict[str, str] = {}  # object name → "Simulate" or "Bake" while a modal run of it is in progress
 
 
 def _report_skipped_colliders(op, s: Session) -> None:
@@ -37,12 +50,83 @@ def _report_skipped_colliders(op, s: Session) -> None:
 
 
 def _session(context, rebuild=False) -> Session:
+    """The Session of the selected tree or curve: the one Convert built while nothing it was built from has
+    changed since (addon/fingerprint.py), else a new one."""
     owner = _target(context)
+    key = fingerprint(owner, context.scene)
     s = SESSIONS.get(owner.name)
-    if s is None or rebuild:
-        s = Session(owner, context.scene)
+    if s is None or rebuild or _BUILT_FROM.get(s) != key:
+        _check_pin_object(owner)
+        _check_bone_names(owner)
+        try:
+            s = Session(owner, context.scene)
+        except ValueError as exc:
+            if "joins two pinned segments" not in str(exc):
+                raise
+            raise reader.ReadError(_pinned_neighbours_message(owner)) from None
         SESSIONS[owner.name] = s
+        _BUILT_FROM[s] = key
     return s
+
+
+_CHECKED: dict[int, tuple[float, bool]] = {}  # id(session) → (time, up to date) of the panel's last check
+
+
+def up_to_date(s: Session, owner, scene, every: float = 1.0) -> bool:
+    """False when something ``s`` was built from has changed since (the panel says so). Checked at most every
+    ``every`` seconds: the panel redraws on every mouse move, a fingerprint takes 40 ms on the leafy birch."""
+    now = time.monotonic()
+    last = _CHECKED.get(id(s))
+    if last is not None and now - last[0] < every:
+        return last[1]
+    try:
+        ok = _BUILT_FROM.get(s) == fingerprint(owner, scene)
+    except (reader.ReadError, ReferenceError):
+        ok = False
+    _CHECKED.clear()  # one entry: the session the panel shows
+    _CHECKED[id(s)] = (now, ok)
+    return ok
+
+
+def _check_pin_object(owner) -> None:
+    pin = owner.stiff_rods.pin_object
+    role = own_parts(owner).get(pin) if pin is not None else None
+    if role is not None:
+        raise reader.ReadError(
+            f"Pin To of '{owner.name}' is '{pin.name}', the tree's own {role}: a tree cannot be held by itself. "
+            "Pick an object outside the tree (an Empty, a hand, a pole) or clear Pin To"
+        )
+
+
+def _check_bone_names(owner) -> None:
+    """A Sapling bone's branch is found by its name: a bone renamed (or added) under another name would stay
+    behind unsimulated while a bake adds a second bone for its branch."""
+    _, armature, _ = reader.find_parts(owner)
+    if armature is None:
+        return
+    odd = [b.name for b in armature.data.bones if not reader.BONE_NAME.match(b.name)]
+    if odd:
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        raise reader.ReadError(
+            f"Bone '{odd[0]}'{more} of the Sapling armature '{armature.name}' is not named bone<spline>.<point>: "
+            "Stiff Rods finds each bone's branch by its name. Give it back its Sapling name, or move extra bones "
+            "to another armature"
+        )
+
+
+def _pinned_neighbours_message(owner) -> str:
+    """Two kinematic segments that share a joint (the solver's "joint j joins two pinned segments"), in the
+    user's words: which object holds the segment, and what to do."""
+    pin = owner.stiff_rods.pin_object
+    hooks = [m.object.name for m in getattr(owner, "modifiers", ()) if m.type == "HOOK" and m.object is not None]
+    holders = ([f"Pin To '{pin.name}'"] if pin is not None else []) + [f"Hook '{h}'" for h in hooks]
+    what = " and ".join(holders) or "Its pins"
+    root = " or the pinned root (Pinned Root)" if owner.stiff_rods.pin_root else ""
+    return (
+        f"'{owner.name}': {what} holds a segment right next to another held segment (another pin{root}), so "
+        "the joint between them cannot move. Move the pin object along the tree, away from the root and from "
+        "the other pins" + (", or turn off Pinned Root" if root else "")
+    )
 
 
 class STIFF_RODS_OT_convert(bpy.types.Operator):
@@ -97,39 +181,86 @@ def _keep_previous_action(obj, holder) -> None:
         obj[PREV_ACTION] = previous.name
 
 
-def _restore_points(curve, saved):
-    """Control points as they were before the bake (removing the keys leaves the last evaluated frame)."""
+def _restore_points(curve, saved) -> list[int]:
+    """Control points as they were before the bake (removing the keys leaves the last evaluated frame); the
+    splines that are gone or have another number of points now (the user edited them: left alone)."""
+    changed = []
     for spline, co, hl, hr in saved:
         if spline >= len(curve.data.splines):
+            changed.append(spline)
             continue
         cps = reader.read_control_points(curve, spline)
         if len(co) != cps.co.shape[0]:
-            continue  # the user edited the curve since: leave it
+            changed.append(spline)
+            continue
         cps.co = np.array(co)
         if cps.bezier:
             cps.handle_left, cps.handle_right = np.array(hl), np.array(hr)
         reader.write_control_points(curve, cps)
+    return changed
 
 
-def _remove_leaf_cache(info):
+def _remove_leaf_cache(info) -> list[str]:
+    """Remove the leaves' Mesh Cache modifier and its file; what of them was already gone."""
+    missing = []
     leaves = bpy.data.objects.get(info["object"])
     mod = leaves.modifiers.get(info["modifier"]) if leaves is not None else None
     if mod is not None and mod.type == "MESH_CACHE":
         leaves.modifiers.remove(mod)
+    else:
+        where = f"the leaves object '{info['object']}'" if leaves is None else f"'{info['object']}'"
+        missing.append(f"the Mesh Cache modifier '{info['modifier']}' on {where}")
     if os.path.isfile(info["file"]):
         os.remove(info["file"])
+    else:
+        missing.append(f"the point cache file '{info['file']}'")
+    return missing
 
 
-def _restore_modes(arm, saved):
-    """The rotation modes and values :func:`_switch_to_quaternions` saved. The mode first: setting
-    ``rotation_mode`` converts the current rotation into the new mode's values, overwriting them."""
+def _restore_modes(arm, saved) -> list[str]:
+    """The rotation modes and values :func:`_switch_to_quaternions` saved; the names of bones no longer there.
+    The mode first: setting ``rotation_mode`` converts the current rotation into the new mode's values,
+    overwriting them."""
+    gone = []
     for n, (mode, q, e, aa) in saved.items():
         pb = arm.pose.bones.get(n)
-        if pb is not None:
-            pb.rotation_mode = mode
-            pb.rotation_quaternion = q
-            pb.rotation_euler = e
-            pb.rotation_axis_angle = aa
+        if pb is None:
+            gone.append(n)
+            continue
+        pb.rotation_mode = mode
+        pb.rotation_quaternion = q
+        pb.rotation_euler = e
+        pb.rotation_axis_angle = aa
+    return gone
+
+
+NEEDS_WINDOW = (
+    "Simulate is the live preview and needs a Blender window (it runs on a timer while the timeline plays); "
+    "in background mode (blender -b) or from a script, use Bake (bpy.ops.stiff_rods.bake) to simulate a frame range"
+)
+
+
+def _check_not_running(owner_name: str) -> None:
+    run = RUNNING.get(owner_name)
+    if run is not None:
+        raise reader.ReadError(
+            f"'{owner_name}' is already running a {run}: wait for it to finish or press Esc to stop it first"
+        )
+
+
+def _check_editable(s: Session, what: str) -> None:
+    """Refuse, before anything changes, to write into data linked from a library (read-only here)."""
+    src = s.source
+    parts: list = [src.armature] if src.armature is not None else [src.curve, src.curve.data]
+    if s.leaf_mesh is not None and src.leaves is not None:
+        parts += [src.leaves] + ([src.leaves.data] if what == "Simulate" else [])
+    for part in parts:
+        if part is not None and part.library is not None:
+            raise reader.ReadError(
+                f"'{part.name}' is linked from the library '{part.library.filepath}' and cannot be changed here, "
+                f"so {what} cannot write to it: make a library override (Object > Library Override > Make) "
+                "or make it local (Object > Relations > Make Local)"
+            )
 
 
 class STIFF_RODS_OT_simulate(bpy.types.Operator):
@@ -141,9 +272,18 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
 
     _timer = None
 
+    def execute(self, context):
+        """Called from a script (no event): the live preview cannot run without a window's timer."""
+        self.report({"ERROR"}, NEEDS_WINDOW)
+        return {"CANCELLED"}
+
     def invoke(self, context, event):
+        if context.window is None or bpy.app.background:
+            return self.execute(context)
         try:
+            _check_not_running(_target(context).name)
             self.session = _session(context)
+            _check_editable(self.session, "Simulate")
         except (reader.ReadError, ValueError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -157,12 +297,23 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         _report_skipped_colliders(self, self.session)
+        self._stop_playback(context)
         arm = self.session.source.armature
         self.modes = _switch_to_quaternions(arm, self.session.source.bone_names) if arm else {}
         fps = context.scene.render.fps / context.scene.render.fps_base
         self._timer = context.window_manager.event_timer_add(1.0 / fps, window=context.window)
         context.window_manager.modal_handler_add(self)
+        self.owner_name = self.session.owner_name
+        RUNNING[self.owner_name] = "live simulation"
         return {"RUNNING_MODAL"}
+
+    def _stop_playback(self, context) -> None:
+        """The live simulation advances the timeline itself, one simulated frame per tick: playback would
+        move it too (and skip frames), so it is stopped."""
+        screen = context.screen
+        if screen is not None and screen.is_animation_playing:
+            bpy.ops.screen.animation_cancel(restore_frame=False)
+            self.report({"INFO"}, "Playback stopped: Simulate advances the timeline itself (Esc stops it)")
 
     def modal(self, context, event):
         if event.type in {"ESC", "RIGHTMOUSE"}:
@@ -170,8 +321,9 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
             return {"CANCELLED"}
         if event.type == "TIMER":
             try:
+                self._stop_playback(context)
                 step_live(self.session, context.scene)
-            except Exception as exc:  # a failed step must not leave a timer behind
+            except Exception as exc:  # a failed step (or the tree deleted / undone under it) must not leave a timer
                 self._stop(context)
                 self.report({"ERROR"}, f"Simulation stopped: {exc}")
                 return {"CANCELLED"}
@@ -180,14 +332,22 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
                     area.tag_redraw()
         return {"PASS_THROUGH"}
 
+    def cancel(self, context):
+        """Blender ends the modal run itself (a file is loaded, the window closes)."""
+        self._stop(context)
+
     def _stop(self, context):
+        RUNNING.pop(getattr(self, "owner_name", ""), None)
         if self._timer is not None:
             context.window_manager.event_timer_remove(self._timer)
             self._timer = None
-        if self.session.source.armature is not None:
-            _restore_modes(self.session.source.armature, self.modes)
-        self.session.write_rest()
-        context.scene.frame_set(self.session.start_frame)
+        try:
+            if self.session.source.armature is not None:
+                _restore_modes(self.session.source.armature, self.modes)
+            self.session.write_rest()
+            context.scene.frame_set(self.session.start_frame)
+        except ReferenceError:  # its objects were deleted or replaced (undo, file loaded): nothing to restore
+            SESSIONS.pop(self.owner_name, None)
 
 
 def step_live(session: Session, scene) -> None:
@@ -224,16 +384,31 @@ class BakeRun:
             seg = session.bone_segment  # segments of bones the bake will add), made local at the end
             if extra_segments is not None:
                 seg = np.concatenate((seg, extra_segments))
-            self.sample = lambda: session.sim.orientations[seg].copy()
+            self.sample = lambda: session.frame_state()[1][seg].copy()  # seen from the carrier
         else:
             self.sample = session.control_points_now
         self.leaf_frames: list[np.ndarray] = []  # float32 leaf-mesh base coordinates per frame
+        self._check_own_motion(session.source.armature)
         try:
             session.reset(start, scene)
             self._take()
         except Exception:
             self.close()
             raise
+
+    @staticmethod
+    def _check_own_motion(arm) -> None:
+        """Refuse an armature whose own action moves it: the bake replaces that action with the bones' keys,
+        so the tree would stand still in playback while its bones sway as if carried."""
+        from .frames import TRANSFORM_PATHS, action_fcurves
+
+        anim = arm.animation_data if arm is not None else None
+        action = anim.action if anim is not None else None
+        if action is not None and any(fc.data_path.startswith(TRANSFORM_PATHS) for fc in action_fcurves(action)):
+            raise ValueError(
+                f"Armature '{arm.name}' is moved by its own action '{action.name}', which Bake replaces with the "
+                "bones' keys: parent the tree to an Empty (Object > Parent) and move that instead"
+            )
 
     def _take(self) -> None:
         self.frames.append(self.sample())
@@ -264,24 +439,38 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}
 
-    frame_start: IntProperty(name="Start", default=-1, description="First frame (−1: the scene's start)")
-    frame_end: IntProperty(name="End", default=-1, description="Last frame (−1: the scene's end)")
+    # not given: the scene's range (any frame can be given, negative ones too)
+    frame_start: IntProperty(name="Start", default=1, description="First frame (not given: the scene's start)")
+    frame_end: IntProperty(name="End", default=250, description="Last frame (not given: the scene's end)")
 
     def _prepare(self, context):
         """Check everything and start the simulation; a set (CANCELLED) on bad input, None when ready."""
         scene = context.scene
-        start = scene.frame_start if self.frame_start < 0 else self.frame_start
-        end = scene.frame_end if self.frame_end < 0 else self.frame_end
+        given = self.properties.is_property_set
+        start = self.frame_start if given("frame_start") else scene.frame_start
+        end = self.frame_end if given("frame_end") else scene.frame_end
         if end < start:
             self.report({"ERROR"}, f"Bake range is empty: end frame {end} is before start frame {start}")
             return {"CANCELLED"}
         try:
+            _check_not_running(_target(context).name)
             s = _session(context, rebuild=True)
+            _check_editable(s, "Bake")
+            if s.leaf_mesh is not None and s.source.leaves is not None:
+                point_cache.check_writable(s.source.leaves.name)
         except (reader.ReadError, ValueError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         if _baked_action(_keyed_id(s)) is not None:
             self.report({"ERROR"}, f"'{s.owner_name}' already has a Stiff Rods bake: Free Bake first")
+            return {"CANCELLED"}
+        owner = s.source.armature or s.source.curve
+        if any(k in owner for k in BAKE_MARKS):  # a new bake would record the old bake's state as the user's
+            self.report(
+                {"ERROR"},
+                f"'{s.owner_name}' still holds what its last bake changed (its baked action was unlinked): "
+                "Free Bake first, it gives the rotation modes, added bones and leaves back",
+            )
             return {"CANCELLED"}
         try:
             s.set_wind(wind.SceneWind.from_scene(scene))
@@ -341,7 +530,17 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         wm.progress_begin(0, self._run.end - self._run.start + 1)
         self._timer = wm.event_timer_add(0.001, window=context.window)
         wm.modal_handler_add(self)
+        self._owner_name = self._run.session.owner_name
+        RUNNING[self._owner_name] = "Bake"
         return {"RUNNING_MODAL"}
+
+    def cancel(self, context):
+        """Blender ends the modal run itself (a file is loaded, the window closes): nothing is written."""
+        self._stop_modal(context)
+        try:
+            self._finish_run()
+        except ReferenceError:  # the scene went with the file
+            pass
 
     def modal(self, context, event):
         wm = context.window_manager
@@ -366,6 +565,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         return self._write(context)
 
     def _stop_modal(self, context):
+        RUNNING.pop(getattr(self, "_owner_name", ""), None)
         wm = context.window_manager
         if getattr(self, "_timer", None) is not None:
             wm.event_timer_remove(self._timer)
@@ -458,6 +658,9 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         return written
 
 
+BAKE_MARKS = (PREV_ACTION, PREV_MODES, PREV_FAKE_USER, PREV_POINTS, PREV_LEAF_CACHE, bones.ADDED_BONES)
+
+
 class STIFF_RODS_OT_free_bake(bpy.types.Operator):
     """Remove exactly what Bake added and give the armature back its previous action"""
 
@@ -468,32 +671,76 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
     def execute(self, context):
         try:
             owner = _target(context)
+            _check_not_running(owner.name)
         except reader.ReadError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         holder = owner if owner.type == "ARMATURE" else owner.data
         action = _baked_action(holder)
-        if action is None:
+        unlinked = keyframes.unlinked_bake_actions(holder)
+        if action is None and not unlinked and not any(k in owner for k in BAKE_MARKS):
             self.report({"ERROR"}, f"'{owner.name}' has no Stiff Rods bake to free")
             return {"CANCELLED"}
-        previous = bpy.data.actions.get(owner.get(PREV_ACTION, ""))
-        holder.animation_data.action = previous
-        if previous is not None and PREV_FAKE_USER in owner:
-            previous.use_fake_user = bool(owner[PREV_FAKE_USER])
-        bpy.data.actions.remove(action)
+        if owner.type == "ARMATURE" and any(n in owner.data.bones for n in owner.get(bones.ADDED_BONES, [])):
+            try:
+                bones.check_editable(owner)  # removing the added bones needs Edit Mode: check before any change
+            except ValueError:
+                self.report(
+                    {"ERROR"},
+                    f"Armature '{owner.name}' must be visible for Free Bake to remove the bones its bake added: "
+                    "unhide it (and enable it in the viewport), then Free Bake again",
+                )
+                return {"CANCELLED"}
+        missing = self._free(owner, holder, action, unlinked)
+        self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
+        if missing:
+            self.report(
+                {"WARNING"},
+                f"Free Bake of '{owner.name}' could not find {'; '.join(missing)}: the rest is back as before the bake",
+            )
+        return {"FINISHED"}
+
+    @staticmethod
+    def _free(owner, holder, action, unlinked) -> list[str]:
+        """Put back everything the bake recorded on ``owner``; what was no longer there to put back."""
+        missing: list[str] = []
+        previous_name = owner.get(PREV_ACTION)
+        previous = bpy.data.actions.get(previous_name) if previous_name else None
+        if previous_name and previous is None:
+            missing.append(f"its previous action '{previous_name}' (deleted)")
+        anim = holder.animation_data
+        current = anim.action if anim else None
+        if action is not None or current is None:  # the bake's slot, or empty since the user unlinked the bake
+            if previous is not None:
+                holder.animation_data_create()
+            if holder.animation_data is not None:
+                holder.animation_data.action = previous
+            if previous is not None and PREV_FAKE_USER in owner:
+                previous.use_fake_user = bool(owner[PREV_FAKE_USER])
+        elif previous is not None:  # the user assigned an action of their own since: theirs stays
+            missing.append(f"an empty action slot to give '{previous.name}' back to (it keeps a fake user)")
+        for a in ([action] if action is not None else []) + unlinked:
+            bpy.data.actions.remove(a)
         if owner.type == "ARMATURE":
+            added = list(owner.get(bones.ADDED_BONES, []))
+            gone = [n for n in added if n not in owner.data.bones]
             bones.remove_added_bones(owner)
-        if owner.type == "ARMATURE" and PREV_MODES in owner:
-            _restore_modes(owner, json.loads(owner[PREV_MODES]))
+            if gone:
+                missing.append(f"{len(gone)} of the {len(added)} bones it added (e.g. '{gone[0]}')")
+            if PREV_MODES in owner:
+                gone = _restore_modes(owner, json.loads(owner[PREV_MODES]))
+                if gone:
+                    missing.append(f"{len(gone)} bones to give their rotation mode back to (e.g. '{gone[0]}')")
         if owner.type == "CURVE" and PREV_POINTS in owner:
-            _restore_points(owner, json.loads(owner[PREV_POINTS]))
+            changed = _restore_points(owner, json.loads(owner[PREV_POINTS]))
+            if changed:
+                missing.append(f"splines {changed} as they were baked (edited since: left as they are)")
         if PREV_LEAF_CACHE in owner:
-            _remove_leaf_cache(json.loads(owner[PREV_LEAF_CACHE]))
-        for key in (PREV_ACTION, PREV_MODES, PREV_FAKE_USER, PREV_POINTS, PREV_LEAF_CACHE):
+            missing += _remove_leaf_cache(json.loads(owner[PREV_LEAF_CACHE]))
+        for key in BAKE_MARKS:
             if key in owner:
                 del owner[key]
-        self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
-        return {"FINISHED"}
+        return missing
 
 
 class STIFF_RODS_OT_storm_preset(bpy.types.Operator):

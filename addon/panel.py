@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bpy
 
+from .operators import up_to_date
+from .properties import settings_owner
 from .session import SESSIONS
 
 
@@ -19,7 +21,10 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         if obj is None:
             layout.label(text="Select a Sapling tree or a curve")
             return
-        s = obj.stiff_rods
+        owner = settings_owner(obj)
+        if owner != obj:
+            layout.label(text=f"Settings of '{owner.name}'")
+        s = owner.stiff_rods
         col = layout.column()
         col.prop(s, "rod_model")
         col.prop(s, "material")
@@ -79,11 +84,12 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("stiff_rods.bake")
         row.operator("stiff_rods.free_bake")
-        owner = obj.parent if obj.type == "CURVE" and obj.parent and obj.parent.type == "ARMATURE" else obj
         session = SESSIONS.get(owner.name)
         if session is not None:
             st = session.stats()
             box = layout.box()
+            if not up_to_date(session, owner, context.scene):
+                box.label(text="Model out of date: Simulate and Bake rebuild it", icon="ERROR")
             box.label(text=f"Segments: {st['segments']}   Joints: {st['joints']}")
             box.label(text=f"{st['ms_per_step']:.1f} ms/step, {st['iterations']:.1f} iterations")
             box.label(text=f"Residual ‖C + α̃λ‖∞: {st['residual']:.2e}")
