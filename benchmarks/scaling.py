@@ -8,10 +8,12 @@ first numeric iteration), then the median time of several further ``iterate("kkt
 OMP_NUM_THREADS=1: single-threaded), so other processes on a shared machine do not count. The
 linear-time claim is checked by the least-squares slope of log(ms) against log(segments).
 
-Chains are solved by the banded joint-space Cholesky (solver/core/kkt_chain.py), trees by tree contraction
-(solver/core/kkt_tree.py), as the Simulator chooses. Memory: each scene is built and stepped once in a
-fresh process at 10 000 and 100 000 segments; ``memory_bytes_per_segment`` is the growth of the peak
-resident set between the two, divided by the 90 000 extra segments (interpreter and imports cancel).
+With numba (``compiled`` in the JSON) chains and trees are solved by the compiled Newton iteration
+(solver/core/compiled.py); without it chains by the banded joint-space Cholesky (solver/core/kkt_chain.py) and
+trees by tree contraction (solver/core/kkt_tree.py), as the Simulator chooses. Memory: each scene is built
+and stepped once in a fresh process at 10 000 and 100 000 segments; ``memory_bytes_per_segment`` is the
+growth of the peak resident set between the two, divided by the 90 000 extra segments (interpreter and
+imports cancel). Targets: slope ≤ 1.1, ≤ 40 ms per iteration at 100 000 segments, ≤ 3 kB per segment.
 
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
     python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)
@@ -35,10 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common  # noqa: E402
 
-from solver import Simulator  # noqa: E402
+from solver import Simulator, compiled_status  # noqa: E402
 from solver.build.scenes import chain, random_tree  # noqa: E402
 
-TARGET_SLOPE = 1.15
+TARGET_SLOPE = 1.1
+TARGET_MS_AT_100K = 40.0  # ms per iteration at 100 000 segments
+TARGET_BYTES_PER_SEGMENT = 3000.0
 SCENES = {"chain": lambda n: chain(n), "tree": lambda n: random_tree(n, seed=0)}
 
 
@@ -153,6 +157,7 @@ def main() -> None:
     slopes = {s: loglog_slope(sizes, ms[s]) for s in args.scenes}
     met = {s: (slopes[s] is not None and slopes[s] <= TARGET_SLOPE) for s in args.scenes}
     memory = {} if args.quick else {s: memory_per_segment(s) for s in args.scenes}
+    at_100k = {s: d["ms_per_iteration"] for s in args.scenes for d in detail[s] if d["segments"] >= 100000}
     out = {
         "benchmark": "scaling",
         "sizes": sizes,
@@ -163,6 +168,13 @@ def main() -> None:
         "loglog_slope": slopes,
         "target_slope_le": TARGET_SLOPE,
         "targets_met": met,
+        "compiled": compiled_status()[1],
+        "ms_per_iteration_at_100k": at_100k,
+        "target_ms_at_100k_le": TARGET_MS_AT_100K,
+        "target_ms_at_100k_met": bool(at_100k) and all(v <= TARGET_MS_AT_100K for v in at_100k.values()),
+        "target_bytes_per_segment_le": TARGET_BYTES_PER_SEGMENT,
+        "target_bytes_per_segment_met": bool(memory)
+        and all(m["bytes_per_segment"] <= TARGET_BYTES_PER_SEGMENT for m in memory.values()),
         "peak_rss_kib": peak_rss_kib(),
         "detail": detail,
         "wall_s": time.perf_counter() - t_all,
