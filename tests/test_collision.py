@@ -991,6 +991,9 @@ def test_post_stabilised_steps_keep_a_rod_over_a_box_edge_within_the_tolerance()
     deepest, far_end = {}, {}
     for post in (False, True):
         sim, contacts = draped_rod(3e7, 4, r=r)
+        # the numpy solver, the reference: the drape is chaotic (the compiled solver's 1e-11 m rounding
+        # differences change which contacts are active, and with them how deep the rod sinks without it)
+        sim.compiled = False
         contacts.post_stabilise = post
         contacts.direct_compliance = contacts.collider_compliance = 1e-4
         deepest[post] = 0.0
