@@ -7,17 +7,33 @@ model (``reader``, ``session``), the settings (``properties``), the N-panel (``p
 operators Convert / Simulate / Bake / Free Bake (``operators``) and keyframe writing (``keyframes``).
 """
 
+import os
+
 import bpy
 
+from .. import solver
 from . import operators, panel, properties
 
 classes = properties.classes + operators.classes + panel.classes
+
+
+def kernel_cache_folder() -> str:
+    """Where numba keeps the compiled solver: the extension's per-user folder (Blender 4.2+), else the user's
+    datafiles folder (legacy add-on), so kernels are compiled once per install, not at every start."""
+    extension = (__package__ or "").rpartition(".")[0]
+    if extension.startswith("bl_ext.") and hasattr(bpy.utils, "extension_path_user"):
+        return bpy.utils.extension_path_user(extension, path="kernels", create=True)
+    return bpy.utils.user_resource("DATAFILES", path=os.path.join("stiff_rods", "kernels"), create=True)
 
 
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    try:
+        solver.set_compiled_cache(kernel_cache_folder())
+    except OSError:  # a read-only profile: numba's own cache folder is used instead
+        pass
 
 
 def unregister():

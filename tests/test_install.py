@@ -161,16 +161,19 @@ def test_legacy_zip_installs_and_registers_in_blender_3_4(legacy_zip, tmp_path):
     )
     _assert_registered(info, "stiff_rods")
     assert Path(info["file"]).is_relative_to(tmp_path)
-    _assert_compiled(info["restart"])
+    _assert_compiled(info["restart"], tmp_path)
     assert info["restart"]["numba_file"].startswith("/usr/lib/python3/dist-packages/")  # Debian's python3-numba
 
 
-def _assert_compiled(restart):
+def _assert_compiled(restart, profile):
     """The installed solver ran its compiled Newton iteration (numba imported and the kernels compiled or
     loaded from the cache folder in the profile, which the first start fills with "preparing the solver…")."""
     active, message = restart["compiled"]
     assert active, message
     assert restart["sim_compiled"]
+    # kept in the profile the add-on was installed into, so compiled once per install
+    assert restart["kernel_cache"] and Path(restart["kernel_cache"]).is_relative_to(profile)
+    assert any(f.endswith(".ready") for f in restart["kernel_cache_files"]), restart["kernel_cache_files"]
 
 
 def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
@@ -185,7 +188,7 @@ def test_extension_installs_in_bpy_5(extension_zip, tmp_path):
         "the bundled scipy wheel was not the one used"
     )
     assert Path(restart["scipy_file"]).is_relative_to(tmp_path)
-    _assert_compiled(restart)
+    _assert_compiled(restart, tmp_path)
     assert Path(restart["numba_file"]).is_relative_to(tmp_path)  # the bundled wheel
 
 

@@ -103,11 +103,13 @@ def check_solver(module, info):
     import numpy as np
 
     solver = __import__(module.__name__ + ".solver", fromlist=["solver"])
-    # the compiled kernels' disk cache in the isolated profile (the add-on points it at Blender's user folders)
-    solver.set_compiled_cache(os.path.join(os.environ["BLENDER_USER_CONFIG"], "stiff_rods_kernels"))
     said = []
     info["compiled"] = list(solver.prepare_compiled(said.append))
     info["compiled_said"] = said
+    # the compiled kernels' disk cache: the enabled add-on pointed it at a folder of the (isolated) profile
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    info["kernel_cache"] = cache
+    info["kernel_cache_files"] = sorted(os.listdir(cache)) if cache and os.path.isdir(cache) else []
     points = np.stack([np.linspace(0.0, 1.0, 11), np.zeros(11), np.zeros(11)], axis=1)
     model = solver.rod_from_polyline(points, radius=0.01, youngs_modulus=1e9, density=1000.0, pinned=["start"])
     sim = solver.Simulator(model, dt=1 / 60)
