@@ -1,7 +1,7 @@
 """The scene's unit scale is honoured (issue 21): 1 Blender unit = Unit Scale metres for every length read from
 Blender, so a rod drawn 15 units long at Unit Scale 0.01 is the same 15 cm rod as one drawn 0.15 units long at
-Unit Scale 1. Real Blender 3.4, legacy zip, tests/blender_scripts/carrier.py; measured from the baked curve
-played back without the add-on.
+Unit Scale 1. Real Blender: Debian's Blender 3.4 with the legacy zip and the bpy 5 module with the extension zip
+(tests/blender_scripts/carrier.py, one process each); measured from the baked curve played back without the add-on.
 
 The rod: 15 cm, r = 1 mm, E = 25 MPa (a soft stalk), ρ = 1000 kg/m³, 1 cm segments, on a cart that speeds up to
 0.1 m/s and stops within four frames (no gravity, no damping). Its first bending frequency
@@ -18,14 +18,14 @@ STALK = dict(length=0.15, radius=0.001, segment=0.01, youngs_gpa=0.025, density=
 SPEED, STOP_FRAMES = 0.1, 4
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
+@pytest.fixture(scope="module", params=["b34", "b5"])
+def result(request, tmp_path_factory):
     cart = bench.carrier_positions(FPS, speed=SPEED, stop_frames=STOP_FRAMES).tolist()
     rods = {
         "metres": dict(STALK, unit=1.0, cart_x=cart),  # drawn 0.15 units long
         "centimetres": dict(STALK, unit=0.01, cart_x=cart),  # drawn 15 units long
     }
-    return run_carrier_script(tmp_path_factory, {"rods": rods}, "units")
+    return run_carrier_script(tmp_path_factory, {"rods": rods}, "units", request.param)
 
 
 def tip(result, name):

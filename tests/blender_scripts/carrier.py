@@ -2,6 +2,7 @@
 and, with the scene's unit scale, tests/test_blender_units.py).
 
     blender -b --factory-startup --python carrier.py -- LEGACY_ZIP PARAMS_JSON
+    python carrier.py bpy5 EXTENSION_ZIP PARAMS_JSON      (the bpy 5 module: the rods; it has no Sapling)
 
 PARAMS_JSON names the cases to run and their inputs:
 
@@ -22,21 +23,24 @@ PARAMS_JSON names the cases to run and their inputs:
 Prints one line ``CARRIER_RESULT {json}``.
 """
 
+import importlib
 import json
 import math
 import os
 import sys
 
-import addon_utils
 import bpy
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import addon_utils  # noqa: E402  (the bpy module provides it once imported)
 from bad_input import activate, call, first_diff, install, make_sapling, report_cases, snapshot  # noqa: E402
 from curves_wind import bezier_curve, clear  # noqa: E402
+from inputs import fcurves_of  # noqa: E402
 
 FPS = 24
+MOD = "stiff_rods"  # the add-on's module; the bpy 5 extension's is bl_ext.user_default.stiff_rods
 
 
 def keyed_empty(name, keys):
@@ -48,7 +52,7 @@ def keyed_empty(name, keys):
         empty.rotation_euler = (0.0, 0.0, turn)
         empty.keyframe_insert("location", frame=frame)
         empty.keyframe_insert("rotation_euler", frame=frame)
-    for fc in empty.animation_data.action.fcurves:
+    for fc in fcurves_of(empty.animation_data.action):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
     return empty
@@ -92,7 +96,7 @@ def rod_on_cart(p):
     activate(rod)
     out = {"bake": sorted(bpy.ops.stiff_rods.bake())}
     out["segments"] = int(SESSIONS()[rod.name].model.n_segments)
-    addon_utils.disable("stiff_rods", default_set=True)
+    addon_utils.disable(MOD, default_set=True)
     tip_rel, cart_world = [], []
     for f in range(1, frames + 1):
         scene.frame_set(f)
@@ -100,15 +104,13 @@ def rod_on_cart(p):
         rel = np.linalg.solve(m[:3, :3], evaluated_tip(rod) - m[:3, 3])
         tip_rel.append((unit * rel).tolist())  # metres, in the cart's frame
         cart_world.append((unit * m[:3, 3]).tolist())
-    addon_utils.enable("stiff_rods", default_set=True)
+    addon_utils.enable(MOD, default_set=True)
     out.update(tip_relative_m=tip_rel, cart_m=cart_world)
     return out
 
 
-def SESSIONS():  # noqa: N802  (the add-on's session table, after it was enabled again: the same module)
-    from stiff_rods.addon.session import SESSIONS as table
-
-    return table
+def SESSIONS():  # noqa: N802  (the add-on's session table, under the legacy add-on's or the extension's name)
+    return importlib.import_module(f"{MOD}.addon.session").SESSIONS
 
 
 def bone_tails_world(arm, order):
@@ -131,7 +133,7 @@ def evaluated_world_vertices(obj):
 def baked_keys(arm):
     """Every F-curve's key values of the armature's action (F-curve order), as a flat list."""
     out = []
-    for fc in arm.animation_data.action.fcurves:
+    for fc in fcurves_of(arm.animation_data.action):
         co = np.empty(2 * len(fc.keyframe_points))
         fc.keyframe_points.foreach_get("co", co)
         out.extend(co[1::2].tolist())
@@ -149,8 +151,7 @@ def aspen_setup():
 
 
 def aspen(p):
-    from stiff_rods.solver.build.binding import carried_points
-
+    carried_points = importlib.import_module(f"{MOD}.solver.build.binding").carried_points
     arm, curve, leaves = aspen_setup()
     scene = bpy.context.scene
     start, go, stop, end = p["frames"]
@@ -184,7 +185,7 @@ def aspen(p):
     n_keys = end - start + 1
     per_curve = np.array(keys).reshape(-1, n_keys)
     out["key_spread"] = float(np.max(per_curve.max(axis=1) - per_curve.min(axis=1)))
-    addon_utils.disable("stiff_rods", default_set=True)
+    addon_utils.disable(MOD, default_set=True)
     others = [o for o in bpy.data.objects if o not in (arm, cart)]
     for o in others:
         o.hide_viewport = True  # bone tails need neither the bevelled curve nor the leaves evaluated
@@ -197,7 +198,7 @@ def aspen(p):
         o.hide_viewport = False
     scene.frame_set(end)
     leaves_world = evaluated_world_vertices(leaves)[used]
-    addon_utils.enable("stiff_rods", default_set=True)
+    addon_utils.enable(MOD, default_set=True)
     tails = np.array(tails)
     rest = tails[0]
     crown = rest[:, 2] >= np.quantile(rest[:, 2], 0.8)  # the top fifth of the bone tails
@@ -256,8 +257,14 @@ def aspen(p):
 
 
 def main():
-    args = sys.argv[sys.argv.index("--") + 1 :]
-    install(args[0])
+    global MOD
+    if sys.argv[1:2] == ["bpy5"]:  # python carrier.py bpy5 EXTENSION_ZIP PARAMS_JSON
+        args = sys.argv[2:]
+        bpy.ops.extensions.package_install_files(filepath=args[0], repo="user_default", enable_on_install=True)
+        MOD = "bl_ext.user_default.stiff_rods"
+    else:
+        args = sys.argv[sys.argv.index("--") + 1 :]
+        install(args[0])
     with open(args[1]) as fh:
         params = json.load(fh)
     out = {"blender": list(bpy.app.version)}
