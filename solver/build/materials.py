@@ -19,6 +19,11 @@ Presets:
   the handbook's ch. 4 (birch 72 %, pine 148 %) and 130 % for willow (a wet-site wood; no tabulated
   value): 830, 830 and 840 kg/m³.
 
+Stretch and shear: trees keep the near-inextensible joints (``stretch="inextensible"``, the default of
+:func:`solver.rod_from_polyline`); ropes, cables and cords take their physical stretch and shear from the same
+moduli with ``stretch="physical"``: E·A/l along the rod and κ·G·A/l across it, κ the shear coefficient
+(:data:`solver.DEFAULT_SHEAR_COEFFICIENT` 0.9; 0.9–1.0 for round sections, Cowper's 6(1 + ν)/(7 + 6ν)).
+
 Drag coefficients (see :mod:`solver.air.drag`): branches 1.2 (cylinder in subcritical cross-flow), leaves
 1.17 normal to the plate and 0.05 along it.
 """

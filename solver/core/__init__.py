@@ -1,6 +1,7 @@
 """The core layer: Deul et al., "Direct Position-Based Solver for Stiff Rods". A rod or tree is a forest of
 rigid segments (``model``, with unit quaternions in ``quaternion``) joined by the combined zero-stretch,
-bending and twisting constraint of Eq. 23 (``joint_constraint``). Each XPBD step (``timestep``) solves the
+bending and twisting constraint of Eq. 23 (``joint_constraint``); a joint's kind (clamp, ball, hinge, rail)
+drops some of its rows inside the direct solve. Each XPBD step (``timestep``) solves the
 joints' KKT system directly, in linear time: banded for chains (``kkt_chain``), by tree contraction for
 trees (``kkt_tree``, with the 6×6 pivots of ``definite_blocks``). ``gauss_seidel`` is the iterative XPBD
 baseline the paper compares against (``gs_ordering``: the sweep orders of the position-based rod models),
@@ -16,7 +17,16 @@ from .fracture import RUPTURE_STRAIN, Fracture
 from .kkt_chain import ChainKKT
 from .kkt_tree import TreeKKT
 from .loop_closing import LoopClosingConstraints
-from .model import DEFAULT_STRETCH_COMPLIANCE, JointSet, RodModel, cross_section_moments, rod_from_polyline
+from .model import (
+    DEFAULT_SHEAR_COEFFICIENT,
+    DEFAULT_STRETCH_COMPLIANCE,
+    JOINT_KINDS,
+    STRETCH_MODES,
+    JointSet,
+    RodModel,
+    cross_section_moments,
+    rod_from_polyline,
+)
 from .timestep import NonFiniteStateError, Simulator, StepReport
 
 __all__ = [
@@ -25,6 +35,9 @@ __all__ = [
     "rod_from_polyline",
     "cross_section_moments",
     "DEFAULT_STRETCH_COMPLIANCE",
+    "DEFAULT_SHEAR_COEFFICIENT",
+    "JOINT_KINDS",
+    "STRETCH_MODES",
     "Simulator",
     "StepReport",
     "NonFiniteStateError",

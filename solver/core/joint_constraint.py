@@ -34,12 +34,14 @@ def compliance(model, dt: float, index=slice(None)) -> np.ndarray:
     Stretch rows: ``σ⁻¹`` [m/N]. Bend/twist rows: ``(K l)⁻¹`` [1/(N·m)]: Eq. 8 sums the energy density
     ``½ ΔΩᵀ K ΔΩ`` over joints; integrating over the joint's share ``l`` of the rod gives
     ``U = ½ l ΔΩᵀ K ΔΩ = ½ ΔΩᵀ α⁻¹ ΔΩ`` with ``α = (K l)⁻¹`` (this is what makes the cantilever match
-    ``FL³/3EI``).
+    ``FL³/3EI``). Position rows of a joint with physical stretch: ``l/(κGA)``, ``l/(κGA)``, ``l/(EA)``
+    (``model.position_compliance``). A row the joint's kind drops (``row_mask`` 0) gets α̃ = 1: with its C and
+    Jacobian row zero its λ stays 0.
     """
     k = model.bend_twist_stiffness[index]
     length = model.joint_lengths[index]
-    s = model.stretch_compliance[index]
-    alpha = np.concatenate((np.repeat(s[:, None], 3, axis=1), 1.0 / (k * length[:, None])), axis=1)
+    alpha = np.concatenate((model.position_compliance[index], 1.0 / (k * length[:, None])), axis=1)
+    alpha = np.where(model.row_mask[index] > 0.0, alpha, dt * dt)
     return alpha / (dt * dt)
 
 
@@ -59,6 +61,8 @@ def evaluate(model, positions, orientations, index=slice(None), with_jacobians: 
     c = ev.values(positions, orientations).copy()
     if not with_jacobians:
         return c
+    if not ev.constant_translation:
+        return (c,) + tuple(jac.copy() for jac in ev.jacobians()[:2])
     return (c,) + tuple(_full_jacobian(rot, sign) for rot, sign in zip(ev.rotation_columns(), (1.0, -1.0), strict=True))
 
 
@@ -82,6 +86,9 @@ class _Subset:
             "joint_point_child",
             "rest_darboux",
             "joint_lengths",
+            "row_mask",
+            "position_basis",
+            "framed",
         ):
             setattr(self, name, getattr(model, name)[index])
 
@@ -96,6 +103,11 @@ class JointEvaluator:
     arrays together with their transposes, which the KKT assembly needs. ``values(x, q)`` returns ``C``
     (m, 6) and keeps what the Jacobians need; ``jacobians()`` then returns ``(J_parent, J_child,
     J_parentᵀ, J_childᵀ)`` (m, 6, 6) at that pose. Returned arrays are reused by the next call: copy them to keep them.
+
+    Joint kinds (:data:`solver.core.model.JOINT_KINDS`): a dropped row has C = 0 and a zero Jacobian row. Joints
+    with ``framed`` position rows (rails, physical stretch) state them in a basis B fixed in the parent segment,
+    ``C = Bᵀ R_pᵀ (x_p + R_p p_p − x_c − R_c p_c)``; their translation columns ``±Bᵀ R_pᵀ`` vary with the pose
+    (``constant_translation`` is False when any joint is framed).
     """
 
     def __init__(self, model, strain: str = "rotation"):
@@ -121,6 +133,14 @@ class JointEvaluator:
         else:
             self._rest_strain = (2.0 * self._inv_l)[:, None] * rest[:, 1:]
             self._b_parent_table = -np.swapaxes(_BASIS, 1, 2).reshape(4, 9)
+        mask = np.asarray(model.row_mask, dtype=float)
+        self._mask = None if np.all(mask == 1.0) else mask
+        framed = np.flatnonzero(np.asarray(model.framed))
+        self._framed = framed if framed.size else None
+        self.constant_translation = self._framed is None
+        self._basis_t = np.ascontiguousarray(np.swapaxes(np.asarray(model.position_basis)[framed], 1, 2))  # Bᵀ
+        self._local = np.zeros((framed.size, 3))  # R_pᵀ C of the framed joints at the last pose
+        self._translation = np.zeros((framed.size, 3, 3))  # Bᵀ R_pᵀ (masked) at the last pose
         self._full = None  # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
         self._c = np.empty((m, 6))
         self._pack = np.empty((0, 16))  # per segment: x (3), q (4), R(q) (9)
@@ -161,6 +181,10 @@ class JointEvaluator:
         stretch = gp[:, :3] - gc[:, :3]
         stretch += np.einsum("kij,kj->ki", rp, self.point_parent)
         stretch -= np.einsum("kij,kj->ki", rc, self.point_child)
+        if self._framed is not None:
+            f = self._framed
+            self._local = np.einsum("kji,kj->ki", rp[f], stretch[f])  # R_pᵀ C
+            stretch[f] = np.einsum("kij,kj->ki", self._basis_t, self._local)
         c[:, :3] = stretch
         if self.strain == "rotation":
             a = np.einsum("kij,kj->ki", self._rest_right, gp[:, 3:7])  # q_p ⊗ r⁰
@@ -172,6 +196,8 @@ class JointEvaluator:
             ls = self._inv_l
             np.multiply((2.0 * ls)[:, None], e[:, 1:], out=c[:, 3:])
             c[:, 3:] -= self._rest_strain
+        if self._mask is not None:
+            c *= self._mask
         self._state = (rp, rc, e, ls)
         return c
 
@@ -198,6 +224,17 @@ class JointEvaluator:
             rot_p[:, 3:] = np.einsum("kc,kcj->kj", es, self._b_parent_table).reshape(m, 3, 3)
         else:
             rot_p[:, 3:] = (es @ self._b_parent_table).reshape(m, 3, 3)
+        if self._framed is not None:  # rows Bᵀ R_pᵀ C: parent rotation Bᵀ [R_pᵀ C − p_p]×, child Bᵀ R_pᵀ R_c [p_c]×
+            f = self._framed
+            rp_t = np.swapaxes(rp[f], 1, 2)
+            rot_p[f, :3] = self._basis_t @ quat.skew(self._local - self.point_parent[f])
+            rot_c[f, :3] = self._basis_t @ (rp_t @ rot_c[f, :3])
+            self._translation = self._basis_t @ rp_t
+            if self._mask is not None:
+                self._translation *= self._mask[f, :3, None]
+        if self._mask is not None:
+            rot_p *= self._mask[:, :, None]
+            rot_c *= self._mask[:, :, None]
         return rot_p, rot_c
 
     def jacobians(self):
@@ -206,7 +243,10 @@ class JointEvaluator:
         if self._full is None:
             self._full = [_full_jacobian(np.zeros_like(rot_p), sign) for sign in (1.0, -1.0, 1.0, -1.0)]
         jp, jc, jpt, jct = self._full
-        for jac, jac_t, rot in ((jp, jpt, rot_p), (jc, jct, rot_c)):
+        for jac, jac_t, rot, sign in ((jp, jpt, rot_p, 1.0), (jc, jct, rot_c, -1.0)):
             jac[:, :, 3:] = rot
             jac_t[:, 3:, :] = np.swapaxes(rot, 1, 2)
+            if self._framed is not None:
+                jac[self._framed, :3, :3] = sign * self._translation
+                jac_t[self._framed, :3, :3] = sign * np.swapaxes(self._translation, 1, 2)
         return jp, jc, jpt, jct

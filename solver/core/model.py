@@ -23,6 +23,22 @@ from scipy.sparse.csgraph import connected_components
 from . import quaternion as quat
 
 DEFAULT_STRETCH_COMPLIANCE = 1e-10  # m/N; Deul §4.3 uses 1e-10…1e-8 to keep the KKT system well conditioned
+# Timoshenko shear coefficient κ of a solid round section: 6(1 + ν)/(7 + 6ν) (Cowper 1966) is 0.886 at
+# ν = 0.3 and 0.9 at ν = 0.5 (rubber); values 0.9–1.0 are usual for round sections.
+DEFAULT_SHEAR_COEFFICIENT = 0.9
+
+# Joint kinds: which of the six constraint rows (3 position, then bend d1, bend d2, twist d3) a joint keeps.
+#   clamp: all six; ball: the position rows (rotation free); ball_twist_lock: a ball that keeps the twist row;
+#   hinge: the position rows and the two rotation rows that keep the hinge axis (free rotation about it);
+#   rail: the rotation rows and the position rows across the rail axis (free sliding along it).
+JOINT_KINDS = ("clamp", "ball", "ball_twist_lock", "hinge", "rail")
+_KIND_ROWS = {
+    "clamp": (1, 1, 1, 1, 1, 1),
+    "ball": (1, 1, 1, 0, 0, 0),
+    "ball_twist_lock": (1, 1, 1, 0, 0, 1),
+    "hinge": (1, 1, 1, 1, 1, 1),  # the row of the hinge axis is dropped in _row_masks
+    "rail": (0, 1, 1, 1, 1, 1),  # row 0 is along the rail axis (position rows in the rail's basis)
+}
 
 
 def _as_array(name: str, value, shape_tail: tuple, count: int, dtype=float) -> np.ndarray:
@@ -96,16 +112,41 @@ class JointArrays:
     torsion_modulus: np.ndarray
     joint_lengths: np.ndarray
     stretch_compliance: np.ndarray
+    # None: every joint a clamp / axis (0, 0, 1) / near-inextensible / κ = DEFAULT_SHEAR_COEFFICIENT (in _derive)
+    joint_kind: np.ndarray = None  # type: ignore[assignment]
+    joint_axis: np.ndarray = None  # type: ignore[assignment]
+    physical_stretch: np.ndarray = None  # type: ignore[assignment]
+    shear_coefficient: np.ndarray = None  # type: ignore[assignment]
     # derived
     rest_darboux: np.ndarray = field(init=False)
     bend_twist_stiffness: np.ndarray = field(init=False)
+    row_mask: np.ndarray = field(init=False)
+    position_basis: np.ndarray = field(init=False)
+    framed: np.ndarray = field(init=False)
+    position_compliance: np.ndarray = field(init=False)
 
     @property
     def n_joints(self) -> int:
         return int(self.joint_parent.shape[0])
 
+    @property
+    def has_masked_rows(self) -> bool:
+        """Whether any joint drops a row (ball, hinge, rail) or states its position rows in a segment frame
+        (rail, physical stretch): the compiled kernels handle neither (the Simulator uses the numpy solvers)."""
+        return bool(np.any(self.row_mask == 0.0) or np.any(self.framed))
+
     def _derive(self, orientations: np.ndarray) -> None:
-        """The stiffness and rest Darboux quaternions of these joints between segments at ``orientations``."""
+        """The stiffness and rest Darboux quaternions of these joints between segments at ``orientations``, and
+        each joint's row mask, position-row basis and position-row compliance."""
+        m = self.joint_parent.shape[0]
+        if self.joint_kind is None:
+            self.joint_kind = np.zeros(m, np.int64)
+        if self.joint_axis is None:
+            self.joint_axis = np.tile([0.0, 0.0, 1.0], (m, 1))
+        if self.physical_stretch is None:
+            self.physical_stretch = np.zeros(m, bool)
+        if self.shear_coefficient is None:
+            self.shear_coefficient = np.full(m, DEFAULT_SHEAR_COEFFICIENT)
         i1, i2, j = cross_section_moments(self.joint_radii)
         self.bend_twist_stiffness = np.stack(
             (self.youngs_modulus * i1, self.youngs_modulus * i2, self.torsion_modulus * j), axis=1
@@ -113,10 +154,59 @@ class JointArrays:
         self.rest_darboux = quat.multiply(
             quat.conjugate(orientations[self.joint_parent]), orientations[self.joint_child]
         )
+        kind = self.joint_kind
+        self.row_mask = np.array([_KIND_ROWS[k] for k in JOINT_KINDS], float)[kind].reshape(m, 6)
+        hinge = np.flatnonzero(kind == JOINT_KINDS.index("hinge"))
+        if hinge.size:  # the axis is one of the child's section axes: its rotation row is dropped
+            self.row_mask[hinge, 3 + np.argmax(np.abs(self.joint_axis[hinge]), axis=1)] = 0.0
+        rail = kind == JOINT_KINDS.index("rail")
+        # position rows: world axes (the default), or a basis fixed in the parent segment: its own axes for
+        # physical stretch and shear (stretch along d3), a basis whose first axis is the rail axis for a rail
+        self.framed = rail | self.physical_stretch
+        basis = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
+        if np.any(rail):
+            basis[rail] = _basis_from_axis(self.joint_axis[rail])
+        self.position_basis = basis
+        area = np.pi * self.joint_radii[:, 0] * self.joint_radii[:, 1]
+        shear = self.joint_lengths / (self.shear_coefficient * self.torsion_modulus * area)
+        stretch = self.joint_lengths / (self.youngs_modulus * area)
+        physical = self.physical_stretch & ~rail
+        self.position_compliance = np.where(
+            physical[:, None], np.stack((shear, shear, stretch), axis=1), self.stretch_compliance[:, None]
+        )
 
 
 # the joint arrays' names, as RodModel.from_arrays takes them
 JOINT_FIELDS = tuple(f.name for f in fields(JointArrays) if f.init)
+JOINT_KIND_FIELDS = ("joint_kind", "joint_axis", "physical_stretch", "shear_coefficient")
+
+
+def _basis_from_axis(axis: np.ndarray) -> np.ndarray:
+    """Orthonormal bases (k, 3, 3) whose first column is the unit ``axis`` (k, 3)."""
+    a = axis / np.linalg.norm(axis, axis=1, keepdims=True)
+    helper = np.where((np.abs(a[:, 0]) < 0.9)[:, None], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    b = np.cross(a, helper)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    return np.stack((a, b, np.cross(a, b)), axis=2)
+
+
+def _joint_kinds(value, m: int) -> np.ndarray:
+    """Joint kinds (a name of :data:`JOINT_KINDS` or its index, one for all or one per joint) as indices."""
+    arr = np.asarray(value)
+    if arr.dtype.kind in "iu":
+        codes = _as_array("joint_kind", arr, (), m, dtype=np.int64)
+        bad = np.argwhere((codes < 0) | (codes >= len(JOINT_KINDS)))
+        if bad.size:
+            i = int(bad[0, 0])
+            raise ValueError(f"joint_kind[{i}] = {int(codes[i])} is not a joint kind index (0…{len(JOINT_KINDS) - 1})")
+        return codes
+    names = _as_array("joint_kind", arr, (), m, dtype=object)
+    codes = np.zeros(m, np.int64)
+    for i, name in enumerate(names):
+        if name not in JOINT_KINDS:
+            raise ValueError(f"joint_kind[{i}] = {name!r} is not a joint kind; use one of {', '.join(JOINT_KINDS)}")
+        codes[i] = JOINT_KINDS.index(name)
+    return codes
 
 
 @dataclass(kw_only=True)
@@ -135,6 +225,16 @@ class RodModel(JointArrays):
     frame [m], ``joint_radii`` (m, 2) [m] for the bending/twisting stiffness, ``youngs_modulus`` and
     ``torsion_modulus`` (m,) [Pa], ``joint_lengths`` (m,) [m] (the Darboux discretisation length l of
     Eq. 7; default: the mean of the two segment lengths) and ``stretch_compliance`` (m,) [m/N].
+    ``joint_kind`` (m,) an index into :data:`JOINT_KINDS` (``from_arrays`` takes the names): ``"clamp"`` (all six
+    rows), ``"ball"`` (position rows only, rotation free), ``"ball_twist_lock"`` (a ball that keeps the twist
+    row), ``"hinge"`` (free rotation about ``joint_axis``, one of the child's section axes d1, d2, d3 in its
+    frame), ``"rail"`` (a clamp that slides freely along ``joint_axis``, a direction in the parent's frame, through
+    the parent's attachment point). A dropped row is solved exactly, not softly: its C and Jacobian row are zero
+    and its α̃ is 1 in the direct solve, so its λ stays 0. ``joint_axis`` (m, 3) unit vectors (default (0, 0, 1)).
+    ``physical_stretch`` (m,) bool: the position rows get the compliance of the rod between the two segment
+    centres, ``l/(κ G A)`` across the parent's axis (shear) and ``l/(E A)`` along it (stretch), A = π a b, with
+    ``shear_coefficient`` κ (m,) (default 0.9; 0.9–1.0 for round sections); otherwise (the default, for trees) the
+    near-inextensible ``stretch_compliance`` in all three. A rail's two held rows always take ``stretch_compliance``.
     The rest Darboux quaternion ``q̄_parent⁰ q_child⁰`` of every joint is taken from the initial pose.
     ``joint_input_index`` (m,) is each tree joint's index in the arrays given to :meth:`from_arrays`;
     joints that close a cycle among free segments are not tree joints but ``loops``, a
@@ -176,6 +276,10 @@ class RodModel(JointArrays):
         torsion_modulus=None,
         joint_lengths=None,
         stretch_compliance=DEFAULT_STRETCH_COMPLIANCE,
+        joint_kind="clamp",
+        joint_axis=None,
+        physical_stretch=False,
+        shear_coefficient=DEFAULT_SHEAR_COEFFICIENT,
         pinned=None,
         leaf=None,
     ) -> RodModel:
@@ -184,6 +288,8 @@ class RodModel(JointArrays):
         Radii: a scalar or one value per segment (circular), or semi-axes (a, b) as shape (n, 2). Joint radii
         default to the mean of the two segments' radii. ``torsion_modulus`` defaults to
         ``E / (2 (1 + ν))`` with ν = 0.3. ``leaf``: optional (n,) bool, leaf plates (see the class).
+        ``joint_kind``, ``joint_axis``, ``physical_stretch``, ``shear_coefficient``: see the class (one value
+        for all joints or one per joint).
         A joint that closes a cycle among free segments (a ring, a segment welded to two parents of one
         tree) becomes a loop-closing constraint in ``loops``; the first joints in input order form the tree.
         Raises ``ValueError`` naming the offending item.
@@ -252,6 +358,26 @@ class RodModel(JointArrays):
         _require_positive("joint_lengths", joint_lengths)
         stretch_compliance = _as_array("stretch_compliance", stretch_compliance, (), m)
         _require_positive("stretch_compliance", stretch_compliance)
+        joint_kind = _joint_kinds(joint_kind, m)
+        joint_axis = joint_vec("joint_axis", joint_axis, np.array([0.0, 0.0, 1.0]))
+        norms = np.linalg.norm(joint_axis, axis=1)
+        bad = np.argwhere(~(norms > 1e-12))
+        if bad.size:
+            i = int(bad[0, 0])
+            raise ValueError(f"joint_axis[{i}] is a zero vector: a rail or hinge axis needs a direction")
+        joint_axis = joint_axis / norms[:, None]
+        hinge = np.flatnonzero(joint_kind == JOINT_KINDS.index("hinge"))
+        off_axis = 1.0 - np.max(np.abs(joint_axis[hinge]), axis=1) if hinge.size else np.zeros(0)
+        bad = np.argwhere(off_axis > 1e-9)
+        if bad.size:
+            i = int(hinge[int(bad[0, 0])])
+            raise ValueError(
+                f"joint_axis[{i}] = {joint_axis[i].tolist()}: a hinge axis must be one of the child segment's "
+                "section axes, (1, 0, 0), (0, 1, 0) or (0, 0, 1) in its frame"
+            )
+        physical_stretch = _as_array("physical_stretch", physical_stretch, (), m, dtype=bool)
+        shear_coefficient = _as_array("shear_coefficient", shear_coefficient, (), m)
+        _require_positive("shear_coefficient", shear_coefficient)
 
         joints = dict(
             joint_parent=jp,
@@ -263,6 +389,10 @@ class RodModel(JointArrays):
             torsion_modulus=torsion_modulus,
             joint_lengths=joint_lengths,
             stretch_compliance=stretch_compliance,
+            joint_kind=joint_kind,
+            joint_axis=joint_axis,
+            physical_stretch=physical_stretch,
+            shear_coefficient=shear_coefficient,
         )
         loop = _loop_closing_joints(n, pinned, jp, jc)
         loops = JointSet(orientations, np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
@@ -309,9 +439,20 @@ class RodModel(JointArrays):
     def input_joint_arrays(self) -> dict:
         """The joint arrays in input order (tree joints and loop-closing constraints together), keyed by
         the :meth:`from_arrays` argument names. (After :meth:`without_joints` the input indices keep the
-        original numbering, with gaps: the order is what counts.)"""
+        original numbering, with gaps: the order is what counts.) The joint-kind arrays (:data:`JOINT_KIND_FIELDS`)
+        are included only where some joint differs from the default (a near-inextensible clamp), so callers that
+        append joints of their own need not know them for trees."""
         order = np.argsort(np.concatenate((self.joint_input_index, self.loops.input_index)), kind="stable")
-        return {name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order] for name in JOINT_FIELDS}
+        arrays = {
+            name: np.concatenate((getattr(self, name), getattr(self.loops, name)))[order] for name in JOINT_FIELDS
+        }
+        default = (
+            not np.any(arrays["joint_kind"])
+            and not np.any(arrays["physical_stretch"])
+            and np.all(arrays["joint_axis"] == (0.0, 0.0, 1.0))
+            and np.all(arrays["shear_coefficient"] == DEFAULT_SHEAR_COEFFICIENT)
+        )
+        return {k: v for k, v in arrays.items() if not (default and k in JOINT_KIND_FIELDS)}
 
     def with_rest_darboux(self, rest_darboux) -> RodModel:
         """A copy (sharing every other array) whose tree joints have the rest Darboux quaternions
@@ -381,11 +522,9 @@ class JointSet(JointArrays):
 
     @classmethod
     def empty(cls, orientations) -> JointSet:
-        shapes = dict(joint_point_parent=(0, 3), joint_point_child=(0, 3), joint_radii=(0, 2))
-        joints = {
-            name: np.zeros(shapes.get(name, (0,)), np.int64 if name in ("joint_parent", "joint_child") else float)
-            for name in JOINT_FIELDS
-        }
+        shapes = dict(joint_point_parent=(0, 3), joint_point_child=(0, 3), joint_radii=(0, 2), joint_axis=(0, 3))
+        types = dict(joint_parent=np.int64, joint_child=np.int64, joint_kind=np.int64, physical_stretch=bool)
+        joints = {name: np.zeros(shapes.get(name, (0,)), types.get(name, float)) for name in JOINT_FIELDS}
         return cls(orientations, np.zeros(0, np.int64), **joints)
 
 
@@ -444,6 +583,33 @@ def _cumulative_left_product(r: np.ndarray) -> np.ndarray:
     return quat.normalize(out)
 
 
+def _polyline_frames(name: str, points, twist: float):
+    """Edge lengths (k−1,) and material frames (k−1, 4) of a polyline (k, 3): parallel transport along it (no
+    rest twist), turned by ``twist`` [rad] about the first edge. ValueError naming ``name`` on bad input."""
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise ValueError(f"{name}: expected shape (k, 3), got {pts.shape}")
+    if pts.shape[0] < 2:
+        raise ValueError(f"{name}: a rod needs at least 2 points, got {pts.shape[0]}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError(f"{name}[{int(np.argwhere(~np.isfinite(pts))[0, 0])}] is not finite (NaN or inf)")
+    edges = np.diff(pts, axis=0)
+    lengths = np.linalg.norm(edges, axis=1)
+    bad = np.argwhere(~(lengths > 0.0))
+    if bad.size:
+        i = int(bad[0, 0])
+        raise ValueError(f"{name}: segment {i} (points {i} and {i + 1}) has zero length")
+    dirs = edges / lengths[:, None]
+    q0 = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), dirs[0])
+    if twist:
+        q0 = quat.multiply(q0, np.array([np.cos(twist / 2), 0.0, 0.0, np.sin(twist / 2)]))
+    transport = quat.from_two_vectors(dirs[:-1], dirs[1:]) if pts.shape[0] > 2 else np.zeros((0, 4))
+    return lengths, quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
+
+
+STRETCH_MODES = ("inextensible", "physical")
+
+
 def rod_from_polyline(
     points,
     radius,
@@ -454,47 +620,78 @@ def rod_from_polyline(
     pinned: Iterable[str] = (),
     stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
     twist: float = 0.0,
+    start: str | None = None,
+    end: str | None = None,
+    start_axis=(0.0, 0.0, 1.0),
+    end_axis=(0.0, 0.0, 1.0),
+    stretch: str = "inextensible",
+    shear_coefficient: float = DEFAULT_SHEAR_COEFFICIENT,
+    rest=None,
 ) -> RodModel:
     """A single rod: one segment per polyline edge, one joint per interior point.
 
-    ``points`` (k, 3) [m]; ``radius`` [m] a scalar or one value per point (a segment takes the mean
-    of its end radii, a joint the radius at its point); ``youngs_modulus``/``torsion_modulus`` [Pa];
-    ``density`` [kg/m³]; ``pinned`` any of ``"start"``, ``"end"``: that end segment is kinematic
-    (clamped). Material frames are parallel-transported along the polyline (no rest twist), then
+    ``points`` (k, 3) [m]: the initial pose; ``radius`` [m] a scalar or one value per point (a segment takes
+    the mean of its end radii, a joint the radius at its point); ``youngs_modulus``/``torsion_modulus`` [Pa];
+    ``density`` [kg/m³]. Material frames are parallel-transported along the polyline (no rest twist), then
     optionally turned by ``twist`` [rad] about the axis of the first segment.
+
+    Ends: ``start``/``end`` a joint kind of :data:`JOINT_KINDS` (``"clamp"``, ``"ball"``, ``"ball_twist_lock"``,
+    ``"hinge"``, ``"rail"``) or None (free): the end segment (the first or last polyline edge) becomes a
+    kinematic anchor, and its joint to the rod that kind, at ``points[1]`` (``points[-2]``). ``pinned``
+    ``["start"]``/``["end"]`` is ``start``/``end="clamp"``. ``start_axis``/``end_axis``: the axis of a rail
+    (in the anchor's frame at the start, the last free segment's at the end; (0, 0, 1) is along the rod) or of a
+    hinge (in the first free segment's frame at the start, the anchor's at the end: (1, 0, 0), (0, 1, 0) or
+    (0, 0, 1)).
+
+    ``stretch``: ``"inextensible"`` (the default, for trees: ``stretch_compliance`` [m/N] in every position row)
+    or ``"physical"``: stretch ``l/(E A)`` and shear ``l/(κ G A)`` per joint, κ = ``shear_coefficient``.
+
+    ``rest``: the rest shape, if not the initial pose: ``"straight"`` or points (k, 3). Rest Darboux vectors and
+    segment lengths come from it, positions and orientations from ``points`` (where its edge lengths differ
+    from the rest lengths, the joints start stretched and pull the segments together).
     """
+    lengths, orientations = _polyline_frames("points", points, twist)
     pts = np.asarray(points, dtype=float)
-    if pts.ndim != 2 or pts.shape[1] != 3:
-        raise ValueError(f"points: expected shape (k, 3), got {pts.shape}")
-    if pts.shape[0] < 2:
-        raise ValueError(f"points: a rod needs at least 2 points, got {pts.shape[0]}")
-    if not np.all(np.isfinite(pts)):
-        raise ValueError(f"points[{int(np.argwhere(~np.isfinite(pts))[0, 0])}] is not finite (NaN or inf)")
     k = pts.shape[0]
     rad = _as_array("radius", radius, (), k)
     _require_positive("radius", rad)
-    edges = np.diff(pts, axis=0)
-    lengths = np.linalg.norm(edges, axis=1)
-    bad = np.argwhere(~(lengths > 0.0))
-    if bad.size:
-        i = int(bad[0, 0])
-        raise ValueError(f"segment {i} (points {i} and {i + 1}) has zero length")
-    dirs = edges / lengths[:, None]
-    q0 = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), dirs[0])
-    if twist:
-        q0 = quat.multiply(q0, np.array([np.cos(twist / 2), 0.0, 0.0, np.sin(twist / 2)]))
-    transport = quat.from_two_vectors(dirs[:-1], dirs[1:]) if k > 2 else np.zeros((0, 4))
-    orientations = quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
     ends = set(pinned)
     unknown = ends - {"start", "end"}
     if unknown:
         raise ValueError(f"pinned: unknown end(s) {sorted(unknown)}; use 'start' and/or 'end'")
+    for name, kind in (("start", start), ("end", end)):
+        if kind is not None and kind not in JOINT_KINDS:
+            raise ValueError(f"{name}: {kind!r} is not a joint kind; use None or one of {', '.join(JOINT_KINDS)}")
+    if stretch not in STRETCH_MODES:
+        raise ValueError(f"stretch must be one of {STRETCH_MODES}, got {stretch!r}")
+    start_kind = start if start is not None else ("clamp" if "start" in ends else None)
+    end_kind = end if end is not None else ("clamp" if "end" in ends else None)
+    if (start is not None or end is not None) and k < 3:
+        raise ValueError(f"points: a rod with a jointed end needs at least 3 points (anchor and rod), got {k}")
     pin = np.zeros(k - 1, bool)
-    pin[0] |= "start" in ends
-    pin[-1] |= "end" in ends
+    pin[0] |= start_kind is not None
+    pin[-1] |= end_kind is not None
+    kinds = ["clamp"] * (k - 2)
+    axes = np.tile([0.0, 0.0, 1.0], (k - 2, 1))
+    if start_kind is not None:
+        kinds[0], axes[0] = start_kind, start_axis
+    if end_kind is not None:
+        kinds[-1], axes[-1] = end_kind, end_axis
+    rest_darboux = None
+    if rest is not None:
+        if isinstance(rest, str):
+            if rest != "straight":
+                raise ValueError(f"rest must be 'straight' or points of shape ({k}, 3), got {rest!r}")
+            rest_darboux = np.tile([1.0, 0.0, 0.0, 0.0], (k - 2, 1))
+        else:
+            rest_lengths, rest_q = _polyline_frames("rest", rest, twist)
+            if rest_lengths.shape != lengths.shape:
+                raise ValueError(f"rest: expected {k} points as in points, got {rest_lengths.size + 1}")
+            lengths = rest_lengths
+            rest_darboux = quat.multiply(quat.conjugate(rest_q[:-1]), rest_q[1:])
     seg_r = 0.5 * (rad[:-1] + rad[1:])
     j = np.arange(k - 2)
-    return RodModel.from_arrays(
+    model = RodModel.from_arrays(
         0.5 * (pts[:-1] + pts[1:]),
         orientations,
         lengths,
@@ -506,5 +703,10 @@ def rod_from_polyline(
         youngs_modulus=youngs_modulus,
         torsion_modulus=torsion_modulus,
         stretch_compliance=stretch_compliance,
+        joint_kind=kinds,
+        joint_axis=axes,
+        physical_stretch=stretch == "physical",
+        shear_coefficient=shear_coefficient,
         pinned=pin,
     )
+    return model if rest_darboux is None else model.with_rest_darboux(rest_darboux)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,9 @@ from .kkt_chain import ChainKKT, chain_order
 from .kkt_tree import TreeKKT
 from .loop_closing import LoopClosingConstraints
 from .model import RodModel
+
+log = logging.getLogger("solver.timestep")
+_MASKED_LOGGED = False  # the numpy fallback for joint kinds is logged once per process
 
 ForceField = Callable[["Simulator"], tuple]
 KinematicDriver = Callable[[float], tuple]
@@ -89,7 +93,9 @@ class Simulator:
     angular velocity, 0 for none; ``kinematic``: optional ``f(t) -> (positions (k, 3), orientations
     (k, 4))`` for the k pinned segments in index order, to drive them; ``compiled``: run the KKT Newton
     iterations with the compiled kernels (:mod:`solver.core.compiled`; None: whenever numba works, else the
-    numpy solvers; False: the numpy solvers).
+    numpy solvers; False: the numpy solvers). A model with ball, hinge or rail joints or physical stretch
+    (``model.has_masked_rows``) runs on the numpy solvers (the kernels hold every joint's six rows in the
+    world frame), logged once.
 
     State arrays (world frame unless noted): ``positions`` (n, 3) [m], ``orientations`` (n, 4),
     ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3) [rad/s, body frame], ``time`` [s].
@@ -215,7 +221,15 @@ class Simulator:
 
     @compiled.setter
     def compiled(self, value: bool | None) -> None:
-        self._compiled = (value is None or bool(value)) and compiled_kkt.kernels() is not None
+        want = value is None or bool(value)
+        if want and self.model.has_masked_rows:  # ball, hinge, rail joints, physical stretch: numpy solvers
+            global _MASKED_LOGGED
+            if not _MASKED_LOGGED:
+                log.info("Stiff Rods: joints with dropped or framed rows (ball, hinge, rail, physical stretch) "
+                         "run on the numpy solver")  # fmt: skip
+                _MASKED_LOGGED = True
+            want = False
+        self._compiled = want and compiled_kkt.kernels() is not None
         if getattr(self, "_kkt", None) is not None:
             self._kkt = None  # the other solver is built on the next iteration
             self._evaluated_pose = None
@@ -431,7 +445,7 @@ class Simulator:
         ev = self._joint_eval
         assert ev is not None  # made by _joint_values
         if self._factor_age is None or self._factor_age >= self._factor_reuse or not self._kkt.factored:
-            if isinstance(self._kkt, TreeKKT):
+            if isinstance(self._kkt, TreeKKT) and ev.constant_translation:
                 self._kkt.factor_blocks(self._mass_diag_free, self.alpha_tilde, *ev.rotation_columns())
             else:
                 self._kkt.factor(self._mass_diag_free, self.alpha_tilde, *ev.jacobians())
