@@ -282,6 +282,18 @@ def leafy_branch():
     )
 
 
+def test_attach_leaves_to_a_model_with_other_joint_kinds():
+    """Leaves hang clamped on a branch whose own joints are not all clamps (here a ball and physical stretch)."""
+    model, bmap, leaves = leafy_branch()
+    kinds = np.zeros(model.n_joints, np.int64)
+    kinds[0] = 1  # ball
+    varied = model.copy_with(joint_kind=kinds, physical_stretch=np.ones(model.n_joints, bool))
+    lm, seg = attach_leaves(varied, bmap, **leaves)
+    j = np.flatnonzero(lm.joint_child >= model.n_segments)
+    assert lm.joint_kind[j].tolist() == [0, 0] and not lm.physical_stretch[j].any()
+    assert lm.joint_kind[0] == 1 and lm.physical_stretch[: model.n_joints].all()
+
+
 def test_attach_leaves_frames_joints_and_material():
     model, bmap, leaves = leafy_branch()
     lm, seg = attach_leaves(model, bmap, **leaves, thickness=5e-4, petiole_radius=None)  # blade joint

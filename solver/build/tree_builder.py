@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..core import quaternion as quat
-from ..core.model import DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
+from ..core.model import DEFAULT_SHEAR_COEFFICIENT, DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
 
 
 @dataclass
@@ -318,6 +318,13 @@ def attach_leaves(
         joint_lengths=0.5 * length,
         stretch_compliance=np.full(count, DEFAULT_STRETCH_COMPLIANCE),
     )
+    if "joint_kind" in joints:  # the model has ball, hinge, rail or physically stretching joints: leaves are clamped
+        new.update(
+            joint_kind=np.zeros(count, dtype=joints["joint_kind"].dtype),
+            joint_axis=np.tile([0.0, 0.0, 1.0], (count, 1)),
+            physical_stretch=np.zeros(count, bool),
+            shear_coefficient=np.full(count, DEFAULT_SHEAR_COEFFICIENT),
+        )
     joints = {k: np.concatenate((v, new[k])) for k, v in joints.items()}
     cat = np.concatenate
     leaf_model = RodModel.from_arrays(
