@@ -148,7 +148,8 @@ def test_aspen_replays_the_simulation_on_the_moved_carrier(b34):
 
 
 def test_aspen_baked_from_a_later_frame_is_read_where_the_carrier_starts(b34):
-    assert part(b34, "aspen")["from_a_later_frame_max_key_difference"] == 0.0
+    # the same keys to rounding: the tree is read (and simulated) in world coordinates moved by the carrier
+    assert part(b34, "aspen")["from_a_later_frame_max_key_difference"] <= 1e-9
 
 
 def test_aspen_on_a_still_carrier_bakes_the_keys_of_the_tree_alone(b34):
