@@ -59,7 +59,7 @@ import bpy
 import numpy as np
 
 from . import bones, reader, wind
-from .operators import BakeRun, STIFF_RODS_OT_bake, _baked_action
+from .operators import BakeRun, STIFF_RODS_OT_bake, _baked_action, check_bake
 from .session import Session
 
 FORMAT, VERSION = "stiff_rods_forest", 1
@@ -108,18 +108,15 @@ def _tree_of_leaves(obj):
 
 
 def _check(owner, curve, armature, leaves) -> tuple[str | None, int]:
-    """(why ``owner`` cannot be baked or None, its weight). Reads the tree as the solver will (transforms,
-    bones against the curve, zero-length spans), without building the model."""
+    """(why ``owner`` cannot be baked or None, its weight). Bake's own checks (operators.check_bake), then the
+    tree read as the solver will (transforms, bones against the curve, zero-length spans) without building
+    the model."""
     settings = owner.stiff_rods  # registered by addon.properties
     try:
+        check_bake(owner)
         src = reader.read_tree(owner, default_radius=settings.default_radius, segment_length=settings.segment_length)
     except reader.ReadError as exc:
         return str(exc), 0
-    for part in (armature, curve, curve.data, leaves):
-        if part is not None and part.library is not None:
-            return f"'{part.name}' is linked from the library '{part.library.filepath}': Bake cannot write to it", 0
-    if _baked_action(armature or curve.data) is not None:
-        return f"'{owner.name}' already has a Stiff Rods bake: Free Bake first", 0
     if armature is not None and settings.add_bones and len(set(src.bone_span[:, 0].tolist())) < len(src.branches):
         try:
             bones.check_editable(armature)
@@ -396,12 +393,14 @@ def write_forest(folder: str, objects=None, skip_failed: bool = False) -> WriteR
         reason = check_record(rec, objects)
         if reason is not None:
             raise ValueError(reason)
-    fcurves = keys = 0
-    for rec in records:
-        n = write_record(rec, objects)
-        fcurves += n
-        keys += n * (rec["end"] - rec["start"] + 1)
-    return WriteReport([r["name"] for r in records], fcurves, keys, time.perf_counter() - t0)
+    fcurves = write_records(records, objects)
+    keys = sum(n * (r["end"] - r["start"] + 1) for n, r in zip(fcurves, records, strict=True))
+    return WriteReport([r["name"] for r in records], sum(fcurves), keys, time.perf_counter() - t0)
+
+
+def write_records(records, objects=None) -> list[int]:
+    """Key every record (:func:`write_record`); the F-curves written per record."""
+    return [write_record(rec, objects) for rec in records]
 
 
 # ------------------------------------------------------------------ cache folder and manifest
@@ -771,3 +770,116 @@ class ForestPool:
                 time.sleep(interval)
         finally:
             self.close()
+
+
+# ------------------------------------------------------------------ from the N-panel's operators
+def chosen_objects(context) -> list | None:
+    """The objects Convert, Simulate, Bake and Free Bake act on: every object of the scene's Forest Collection
+    when one is set; else the selected objects when the active object is one of them (or none is active).
+    None when the active object is not selected or nothing is: the operators act on the active object."""
+    coll = context.scene.stiff_rods.forest_collection
+    if coll is not None:
+        return collection_objects(coll)
+    selected = list(getattr(context, "selected_objects", None) or ())
+    active = context.active_object
+    if not selected or (active is not None and active not in selected):
+        return None
+    return selected
+
+
+def chosen(context, check: bool) -> Forest | None:
+    """The trees and curves the operators act on (:func:`chosen_objects`, :func:`resolve`); None for the one
+    tree of the active object (no Forest Collection, and at most one tree or curve among the selection with
+    the active object in it): exactly what the operators did before there were forests."""
+    objects = chosen_objects(context)
+    if objects is None:
+        return None
+    found = resolve(objects, check)
+    one = len(found.trees) + len(found.refused) <= 1
+    if one and context.scene.stiff_rods.forest_collection is None and context.active_object is not None:
+        return None
+    return found
+
+
+def names_line(names: list[str], limit: int = 3) -> str:
+    """``'a, b, c +2 more'``: the first ``limit`` names and how many more."""
+    more = f" +{len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+STATUS: dict[str, str] = {}  # the panel's status line per scene while a forest bake runs in the background
+
+
+def new_cache_folder(blend_path: str) -> str:
+    """A new, empty :func:`cache_folder` (another name next to it when one is there already: a bake the
+    command line kept, or another bake running)."""
+    folder = cache_folder(blend_path)
+    if not blend_path:
+        return folder
+    try:
+        os.makedirs(folder)
+    except FileExistsError:
+        folder = tempfile.mkdtemp(prefix=os.path.basename(folder) + "_", dir=os.path.dirname(folder))
+    return folder
+
+
+class Background:
+    """A forest bake of the open file in worker processes, polled by the Bake operator's timer: a snapshot of
+    the file (unsaved changes included, :func:`save_snapshot`) in a new cache folder, a :class:`ForestPool`
+    over it (headless copies of this Blender; where Blender is the ``bpy`` module, Pythons with it), then
+    every tree's keys written in one pass (:meth:`finish`). A failed tree stops the bake; :meth:`cancel`
+    and a failure leave nothing behind: the scene as it was, the cache folder removed."""
+
+    def __init__(self, trees: list[Tree], start: int, end: int, workers: int, scene_name: str):
+        self.folder = new_cache_folder(bpy.data.filepath)
+        self.scene_name = scene_name
+        self.t0 = time.perf_counter()
+        try:
+            blend = save_snapshot(self.folder)
+            kind = "blender" if bpy.app.binary_path else "python"
+            self.pool = ForestPool(blend, trees, start, end, self.folder, min(int(workers), len(trees)), kind)
+            self.pool.start()
+        except BaseException:
+            if getattr(self, "pool", None) is not None:
+                self.pool.cancel()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+        self.last: Progress = self.pool.progress()
+        STATUS[self.scene_name] = f"Forest bake: starting {self.pool.n_workers} worker processes"
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def poll(self) -> Progress:
+        """The pool's progress; ``finished`` also as soon as one tree has failed (the others are stopped)."""
+        p = self.pool.poll()
+        if p.failures and not p.finished:
+            self.pool.cancelled = True  # no more trees handed out; finish() stops the rest
+            p.finished = True
+        eta = "" if p.eta_s is None else f", ETA {p.eta_s:.0f} s"
+        STATUS[self.scene_name] = (
+            f"Forest bake: {p.trees_done}/{p.trees_total} trees, {p.fps:.1f} frames/s{eta} (Esc cancels)"
+        )
+        self.last = p
+        return p
+
+    def cancel(self) -> None:
+        STATUS.pop(self.scene_name, None)
+        self.pool.cancel()
+
+    def finish(self) -> int:
+        """After :meth:`poll` says finished: write every tree (the F-curves written), or ValueError naming the
+        failed trees (or one that no longer fits its objects) with nothing written. The folder is removed."""
+        STATUS.pop(self.scene_name, None)
+        try:
+            p = self.pool.poll()
+            if p.failures:
+                self.pool.cancel()
+                raise ValueError(
+                    "Bake failed: " + "; ".join(f"'{name}': {why}" for name, why in sorted(p.failures.items()))
+                )
+            self.pool.close()
+            return write_forest(self.folder).fcurves
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -49,10 +49,10 @@ def _report_skipped_colliders(op, s: Session) -> None:
         op.report({"WARNING"}, message)
 
 
-def _session(context, rebuild=False) -> Session:
-    """The Session of the selected tree or curve: the one Convert built while nothing it was built from has
-    changed since (addon/fingerprint.py), else a new one."""
-    owner = _target(context)
+def _session(context, rebuild=False, owner=None) -> Session:
+    """The Session of the selected tree or curve (or of ``owner``): the one Convert built while nothing it was
+    built from has changed since (addon/fingerprint.py), else a new one."""
+    owner = _target(context) if owner is None else owner
     key = fingerprint(owner, context.scene)
     s = SESSIONS.get(owner.name)
     if s is None or rebuild or _BUILT_FROM.get(s) != key:
@@ -129,28 +129,75 @@ def _pinned_neighbours_message(owner) -> str:
     )
 
 
+def _chosen(context, check: bool):
+    """The trees of a forest the operators act on (addon/forest.py:chosen), or None: the active object alone."""
+    from . import forest  # forest imports this module
+
+    return forest.chosen(context, check)
+
+
+def _owners(found) -> list:
+    return [bpy.data.objects[t.name] for t in found.trees]
+
+
+def _report_refused(op, found, level="WARNING") -> None:
+    """One report per chosen object that is refused (and why); one for those that are no tree or curve."""
+    for r in found.refused:
+        op.report({level}, f"'{r.name}' " + ("cannot be baked" if level == "ERROR" else "left out") + f": {r.reason}")
+    if found.ignored:
+        names = ", ".join(r.name for r in found.ignored)
+        op.report({"INFO"}, f"Not a tree or curve, left out: {names}")
+
+
+def _nothing_chosen(op, found) -> set:
+    op.report(
+        {"ERROR"},
+        "No Sapling tree or curve to work on among the chosen objects (the selection, or the "
+        "Forest Collection): select trees, or pick a collection that holds them",
+    )
+    return {"CANCELLED"}
+
+
 class STIFF_RODS_OT_convert(bpy.types.Operator):
-    """Build the stiff-rod model of the selected Sapling tree or curve"""
+    """Build the stiff-rod model of the selected Sapling trees and curves (or of the Forest Collection's)"""
 
     bl_idname = "stiff_rods.convert"
     bl_label = "Convert"
     bl_options = {"REGISTER"}
 
     def execute(self, context):
-        try:
-            s = _session(context, rebuild=True)
-        except (reader.ReadError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        found = _chosen(context, check=False)
+        owners = [None] if found is None else _owners(found)
+        if found is not None:
+            _report_refused(self, found)
+            if not owners:
+                return _nothing_chosen(self, found)
+        built = []
+        for owner in owners:
+            try:
+                s = _session(context, rebuild=True, owner=owner)
+            except (reader.ReadError, ValueError) as exc:
+                if found is None:
+                    self.report({"ERROR"}, str(exc))
+                    return {"CANCELLED"}
+                self.report({"WARNING"}, f"'{owner.name}' left out: {exc}")
+                continue
+            built.append(s)
+            _report_skipped_colliders(self, s)
+            if s.prestress_capped:
+                self.report(
+                    {"WARNING"},
+                    f"{s.prestress_capped} joints are too soft to hold their drawn bend under "
+                    "gravity (more than 90°): they sag from it (Rest Shape 'Loaded')"
+                    + ("" if found is None else f" in '{s.owner_name}'"),
+                )
+        if not built:
+            self.report({"ERROR"}, "No tree or curve could be converted")
             return {"CANCELLED"}
-        st = s.stats()
-        self.report({"INFO"}, f"Stiff Rods: {st['segments']} segments, {st['joints']} joints")
-        _report_skipped_colliders(self, s)
-        if s.prestress_capped:
-            self.report(
-                {"WARNING"},
-                f"{s.prestress_capped} joints are too soft to hold their drawn bend under "
-                "gravity (more than 90°): they sag from it (Rest Shape 'Loaded')",
-            )
+        segments = sum(s.stats()["segments"] for s in built)
+        joints = sum(s.stats()["joints"] for s in built)
+        trees = "" if found is None else f"{len(built)} of {len(owners)} trees, "
+        self.report({"INFO"}, f"Stiff Rods: {trees}{segments} segments, {joints} joints")
         return {"FINISHED"}
 
 
@@ -263,6 +310,40 @@ def _check_editable(s: Session, what: str) -> None:
             )
 
 
+def check_bake(owner) -> None:
+    """Refuse, with a reader.ReadError naming the object, a tree or curve (``owner``: its Sapling armature, or
+    the curve) that Bake cannot bake, before anything changes: another run of it in progress, Pin To on its
+    own parts, renamed bones, parts linked from a library, a leaves point cache that cannot be written, a bake
+    not freed, an armature moved by its own action. Bake checks its tree with it, a forest bake every tree
+    (addon/forest.py); building the model checks the rest (transforms, spans, settings)."""
+    _check_not_running(owner.name)
+    _check_pin_object(owner)
+    _check_bone_names(owner)
+    curve, armature, leaves = reader.find_parts(owner)
+    leaves = leaves if armature is not None and owner.stiff_rods.use_leaves else None
+    parts: list = [armature] if armature is not None else [curve, curve.data]
+    for part in parts + [leaves]:
+        if part is not None and part.library is not None:
+            raise reader.ReadError(
+                f"'{part.name}' is linked from the library '{part.library.filepath}' and cannot be changed here, "
+                "so Bake cannot write to it: make a library override (Object > Library Override > Make) "
+                "or make it local (Object > Relations > Make Local)"
+            )
+    try:
+        if leaves is not None:
+            point_cache.check_writable(leaves.name)
+        BakeRun.check_own_motion(armature)
+    except ValueError as exc:
+        raise reader.ReadError(str(exc)) from None
+    if _baked_action(armature or curve.data) is not None:
+        raise reader.ReadError(f"'{owner.name}' already has a Stiff Rods bake: Free Bake first")
+    if any(k in owner for k in BAKE_MARKS):  # a new bake would record the old bake's state as the user's
+        raise reader.ReadError(
+            f"'{owner.name}' still holds what its last bake changed (its baked action was unlinked): "
+            "Free Bake first, it gives the rotation modes, added bones and leaves back"
+        )
+
+
 class STIFF_RODS_OT_simulate(bpy.types.Operator):
     """Simulate live while the timeline plays; Esc or right-click stops and restores the rest pose"""
 
@@ -277,34 +358,52 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         self.report({"ERROR"}, NEEDS_WINDOW)
         return {"CANCELLED"}
 
+    def _start_one(self, context, owner) -> Session:
+        """The Session of the selected tree (or ``owner``) set up for the live preview; ReadError or ValueError
+        before anything changes."""
+        _check_not_running(_target(context).name if owner is None else owner.name)
+        s = _session(context, owner=owner)
+        _check_editable(s, "Simulate")
+        if _baked_action(_keyed_id(s)) is not None:
+            raise reader.ReadError(f"'{s.owner_name}' has a Stiff Rods bake: Free Bake first")
+        s.set_wind(wind.SceneWind.from_scene(context.scene))
+        s.reset(context.scene.frame_current, context.scene, live=True)
+        return s
+
     def invoke(self, context, event):
         if context.window is None or bpy.app.background:
             return self.execute(context)
-        try:
-            _check_not_running(_target(context).name)
-            self.session = _session(context)
-            _check_editable(self.session, "Simulate")
-        except (reader.ReadError, ValueError) as exc:
-            self.report({"ERROR"}, str(exc))
+        found = _chosen(context, check=False)
+        owners = [None] if found is None else _owners(found)
+        if found is not None:
+            _report_refused(self, found)
+            if not owners:
+                return _nothing_chosen(self, found)
+        self.sessions = []
+        for owner in owners:
+            try:
+                self.sessions.append(self._start_one(context, owner))
+            except (reader.ReadError, ValueError) as exc:
+                if found is None:
+                    self.report({"ERROR"}, str(exc))
+                    return {"CANCELLED"}
+                self.report({"WARNING"}, f"'{owner.name}' left out: {exc}")
+        if not self.sessions:
+            self.report({"ERROR"}, "No tree or curve can be simulated")
             return {"CANCELLED"}
-        if _baked_action(_keyed_id(self.session)) is not None:
-            self.report({"ERROR"}, f"'{self.session.owner_name}' has a Stiff Rods bake: Free Bake first")
-            return {"CANCELLED"}
-        try:
-            self.session.set_wind(wind.SceneWind.from_scene(context.scene))
-            self.session.reset(context.scene.frame_current, context.scene, live=True)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        _report_skipped_colliders(self, self.session)
+        for s in self.sessions:
+            _report_skipped_colliders(self, s)
         self._stop_playback(context)
-        arm = self.session.source.armature
-        self.modes = _switch_to_quaternions(arm, self.session.source.bone_names) if arm else {}
+        self.modes = [
+            _switch_to_quaternions(s.source.armature, s.source.bone_names) if s.source.armature else {}
+            for s in self.sessions
+        ]
         fps = context.scene.render.fps / context.scene.render.fps_base
         self._timer = context.window_manager.event_timer_add(1.0 / fps, window=context.window)
         context.window_manager.modal_handler_add(self)
-        self.owner_name = self.session.owner_name
-        RUNNING[self.owner_name] = "live simulation"
+        self.owner_names = [s.owner_name for s in self.sessions]
+        for name in self.owner_names:
+            RUNNING[name] = "live simulation"
         return {"RUNNING_MODAL"}
 
     def _stop_playback(self, context) -> None:
@@ -322,7 +421,8 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         if event.type == "TIMER":
             try:
                 self._stop_playback(context)
-                step_live(self.session, context.scene)
+                for s in self.sessions:
+                    step_live(s, context.scene)
             except Exception as exc:  # a failed step (or the tree deleted / undone under it) must not leave a timer
                 self._stop(context)
                 self.report({"ERROR"}, f"Simulation stopped: {exc}")
@@ -337,17 +437,25 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         self._stop(context)
 
     def _stop(self, context):
-        RUNNING.pop(getattr(self, "owner_name", ""), None)
+        for name in getattr(self, "owner_names", ()):
+            RUNNING.pop(name, None)
         if self._timer is not None:
             context.window_manager.event_timer_remove(self._timer)
             self._timer = None
-        try:
-            if self.session.source.armature is not None:
-                _restore_modes(self.session.source.armature, self.modes)
-            self.session.write_rest()
-            context.scene.frame_set(self.session.start_frame)
-        except ReferenceError:  # its objects were deleted or replaced (undo, file loaded): nothing to restore
-            SESSIONS.pop(self.owner_name, None)
+        for s, modes in zip(self.sessions, self.modes, strict=True):
+            try:
+                if s.source.armature is not None:
+                    _restore_modes(s.source.armature, modes)
+                s.write_rest()
+                context.scene.frame_set(s.start_frame)
+            except ReferenceError:  # its objects were deleted or replaced (undo, file loaded): nothing to restore
+                SESSIONS.pop(s.owner_name, None)
+
+
+def _redraw_panels(context) -> None:
+    for area in context.screen.areas if context.screen else ():
+        if area.type == "VIEW_3D":
+            area.tag_redraw()
 
 
 def step_live(session: Session, scene) -> None:
@@ -388,7 +496,7 @@ class BakeRun:
         else:
             self.sample = session.control_points_now
         self.leaf_frames: list[np.ndarray] = []  # float32 leaf-mesh base coordinates per frame
-        self._check_own_motion(session.source.armature)
+        self.check_own_motion(session.source.armature)
         try:
             session.reset(start, scene)
             self._take()
@@ -397,7 +505,7 @@ class BakeRun:
             raise
 
     @staticmethod
-    def _check_own_motion(arm) -> None:
+    def check_own_motion(arm) -> None:
         """Refuse an armature whose own action moves it: the bake replaces that action with the bones' keys,
         so the tree would stand still in playback while its bones sway as if carried."""
         from .frames import TRANSFORM_PATHS, action_fcurves
@@ -443,34 +551,26 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
     frame_start: IntProperty(name="Start", default=1, description="First frame (not given: the scene's start)")
     frame_end: IntProperty(name="End", default=250, description="Last frame (not given: the scene's end)")
 
-    def _prepare(self, context):
-        """Check everything and start the simulation; a set (CANCELLED) on bad input, None when ready."""
-        scene = context.scene
+    def frame_range(self, scene) -> tuple[int, int]:
         given = self.properties.is_property_set
         start = self.frame_start if given("frame_start") else scene.frame_start
         end = self.frame_end if given("frame_end") else scene.frame_end
+        return start, end
+
+    def _prepare(self, context, owner=None):
+        """Check everything and start the simulation of the selected tree (or ``owner``); a set (CANCELLED) on
+        bad input, None when ready."""
+        scene = context.scene
+        start, end = self.frame_range(scene)
         if end < start:
             self.report({"ERROR"}, f"Bake range is empty: end frame {end} is before start frame {start}")
             return {"CANCELLED"}
         try:
-            _check_not_running(_target(context).name)
-            s = _session(context, rebuild=True)
-            _check_editable(s, "Bake")
-            if s.leaf_mesh is not None and s.source.leaves is not None:
-                point_cache.check_writable(s.source.leaves.name)
+            owner = _target(context) if owner is None else owner
+            check_bake(owner)
+            s = _session(context, rebuild=True, owner=owner)
         except (reader.ReadError, ValueError) as exc:
             self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        if _baked_action(_keyed_id(s)) is not None:
-            self.report({"ERROR"}, f"'{s.owner_name}' already has a Stiff Rods bake: Free Bake first")
-            return {"CANCELLED"}
-        owner = s.source.armature or s.source.curve
-        if any(k in owner for k in BAKE_MARKS):  # a new bake would record the old bake's state as the user's
-            self.report(
-                {"ERROR"},
-                f"'{s.owner_name}' still holds what its last bake changed (its baked action was unlinked): "
-                "Free Bake first, it gives the rotation modes, added bones and leaves back",
-            )
             return {"CANCELLED"}
         try:
             s.set_wind(wind.SceneWind.from_scene(scene))
@@ -503,8 +603,16 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             self._run.close()
 
     def execute(self, context):
-        """Blocking bake (scripts, headless): simulate every frame, then write the keys."""
-        failed = self._prepare(context)
+        """Blocking bake (scripts, headless): simulate every frame, then write the keys. Several trees: one
+        after the other in this process, or with Parallel Workers above 1 in that many worker processes
+        (waiting for them); every tree's keys are written once all are baked."""
+        found = _chosen(context, check=True)
+        if found is not None:
+            return self._bake_forest(context, found, modal=False)
+        return self._execute(context)
+
+    def _execute(self, context, owner=None):
+        failed = self._prepare(context, owner)
         if failed:
             return failed
         wm = context.window_manager
@@ -520,10 +628,17 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         return self._write(context)
 
     def invoke(self, context, event):
-        """Interactive bake: a few frames per timer tick, progress in the status bar, Esc cancels."""
+        """Interactive bake: a few frames per timer tick, progress in the status bar, Esc cancels. Several
+        trees (or Parallel Workers above 1): in worker processes, polled by the timer (:meth:`_bake_forest`)."""
         if context.window is None:
             return self.execute(context)
-        failed = self._prepare(context)
+        found = _chosen(context, check=True)
+        if found is not None:
+            return self._bake_forest(context, found, modal=True)
+        return self._invoke(context)
+
+    def _invoke(self, context, owner=None):
+        failed = self._prepare(context, owner)
         if failed:
             return failed
         wm = context.window_manager
@@ -537,12 +652,17 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
     def cancel(self, context):
         """Blender ends the modal run itself (a file is loaded, the window closes): nothing is written."""
         self._stop_modal(context)
+        if getattr(self, "_forest", None) is not None:
+            self._forest.cancel()
+            return
         try:
             self._finish_run()
         except ReferenceError:  # the scene went with the file
             pass
 
     def modal(self, context, event):
+        if getattr(self, "_forest", None) is not None:
+            return self._modal_forest(context, event)
         wm = context.window_manager
         if event.type in {"ESC", "RIGHTMOUSE"}:
             self._stop_modal(context)
@@ -564,8 +684,121 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         self._stop_modal(context)
         return self._write(context)
 
+    # -- several trees
+    def _bake_forest(self, context, found, modal: bool) -> set:
+        """Bake every tree of ``found`` (addon/forest.py:chosen), refusing them all, with each refused object
+        named, before anything starts. One tree and one worker: the single bake of that tree. From a window
+        (``modal``), or with Parallel Workers above 1, the trees go to worker processes that open a snapshot of
+        the file; else they are simulated here one after the other. Keys are written when every tree is done."""
+        from . import forest
+
+        scene = context.scene
+        start, end = self.frame_range(scene)
+        if end < start:
+            self.report({"ERROR"}, f"Bake range is empty: end frame {end} is before start frame {start}")
+            return {"CANCELLED"}
+        if found.refused:
+            _report_refused(self, found, "ERROR")
+            self.report({"ERROR"}, f"Bake refused: {len(found.refused)} of the chosen trees cannot be baked")
+            return {"CANCELLED"}
+        if not found.trees:
+            return _nothing_chosen(self, found)
+        _report_refused(self, found)
+        workers = scene.stiff_rods.forest_workers
+        if len(found.trees) == 1 and workers <= 1:
+            owner = bpy.data.objects[found.trees[0].name]
+            return self._invoke(context, owner) if modal else self._execute(context, owner)
+        if not modal and workers <= 1:
+            return self._forest_here(context, forest, found.trees, start, end)
+        try:
+            run = forest.Background(found.trees, start, end, workers, scene.name)
+        except (OSError, RuntimeError, ValueError) as exc:
+            self.report({"ERROR"}, f"The forest bake could not start: {exc}")
+            return {"CANCELLED"}
+        if not modal:
+            try:
+                while not run.poll().finished:
+                    time.sleep(0.1)
+            except BaseException:
+                run.cancel()
+                raise
+            return self._forest_written(context, run)
+        self._forest = run
+        wm = context.window_manager
+        wm.progress_begin(0, run.pool.progress().frames_total)
+        self._timer = wm.event_timer_add(0.2, window=context.window)
+        wm.modal_handler_add(self)
+        self._owner_names = [t.name for t in found.trees]
+        for name in self._owner_names:
+            RUNNING[name] = "Bake"
+        return {"RUNNING_MODAL"}
+
+    def _forest_here(self, context, forest, trees, start, end) -> set:
+        """The trees simulated in this process one after the other, then all written."""
+        wm = context.window_manager
+        total = len(trees) * (end - start + 1)
+        wm.progress_begin(0, total)
+        t0 = time.perf_counter()
+        records = []
+        try:
+            for k, tree in enumerate(trees):
+                base = k * (end - start + 1)
+                try:
+                    records.append(
+                        forest.bake_tree(
+                            context.scene, tree.name, start, end, lambda f, b=base: wm.progress_update(b + f)
+                        )
+                    )
+                except Exception as exc:  # nothing is written: the scene stays as it was
+                    self.report({"ERROR"}, f"Bake failed on '{tree.name}': {exc}; nothing was written")
+                    return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        written = sum(forest.write_records(records))
+        return self._forest_report(trees, written, start, end, time.perf_counter() - t0)
+
+    def _modal_forest(self, context, event) -> set:
+        run = self._forest
+        if event.type in {"ESC", "RIGHTMOUSE"}:
+            self._stop_modal(context)
+            run.cancel()
+            self.report({"WARNING"}, "Bake cancelled: nothing was written, the cache folder is removed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        p = run.poll()
+        context.window_manager.progress_update(p.frames_done)
+        _redraw_panels(context)
+        if not p.finished:
+            return {"RUNNING_MODAL"}
+        self._stop_modal(context)
+        return self._forest_written(context, run)
+
+    def _forest_written(self, context, run) -> set:
+        try:
+            written = run.finish()
+        except ValueError as exc:
+            self.report({"ERROR"}, f"{exc}; nothing was written")
+            return {"CANCELLED"}
+        return self._forest_report(run.pool.trees, written, run.pool.start_frame, run.pool.end_frame, run.seconds)
+
+    def _forest_report(self, trees, written, start, end, seconds) -> set:
+        self.report(
+            {"INFO"},
+            f"Baked {len(trees)} trees × {end - start + 1} frames ({written} F-curves) in {seconds:.1f} s",
+        )
+        if not bpy.data.filepath and any(len(t.parts) == 3 for t in trees):  # armature, curve and leaves
+            self.report(
+                {"WARNING"},
+                "The file is not saved: leaves' point caches went to Blender's temporary folder; save the file "
+                "and bake again to keep them",
+            )
+        return {"FINISHED"}
+
     def _stop_modal(self, context):
         RUNNING.pop(getattr(self, "_owner_name", ""), None)
+        for name in getattr(self, "_owner_names", ()):
+            RUNNING.pop(name, None)
         wm = context.window_manager
         if getattr(self, "_timer", None) is not None:
             wm.event_timer_remove(self._timer)
@@ -669,36 +902,65 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        try:
-            owner = _target(context)
-            _check_not_running(owner.name)
-        except reader.ReadError as exc:
-            self.report({"ERROR"}, str(exc))
+        found = _chosen(context, check=False)
+        if found is None:
+            try:
+                owner = _target(context)
+                _check_not_running(owner.name)
+            except reader.ReadError as exc:
+                self.report({"ERROR"}, str(exc))
+                return {"CANCELLED"}
+            owners = [owner]
+        else:
+            _report_refused(self, found)
+            owners = _owners(found)
+            if not owners:
+                return _nothing_chosen(self, found)
+        todo, bare = [], []
+        for owner in owners:
+            try:
+                _check_not_running(owner.name)
+                todo.append(self._check(owner))
+            except reader.ReadError as exc:  # checked for every tree before any is freed
+                self.report({"ERROR"}, str(exc))
+                return {"CANCELLED"}
+            except LookupError:
+                bare.append(owner.name)
+        if not todo:
+            what = f"'{bare[0]}' has" if len(bare) == 1 else f"None of {', '.join(repr(n) for n in bare)} has"
+            self.report({"ERROR"}, f"{what} no Stiff Rods bake to free")
             return {"CANCELLED"}
+        if bare:
+            self.report({"WARNING"}, f"No Stiff Rods bake to free on {', '.join(repr(n) for n in bare)}")
+        for owner, holder, action, unlinked in todo:
+            missing = self._free(owner, holder, action, unlinked)
+            self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
+            if missing:
+                self.report(
+                    {"WARNING"},
+                    f"Free Bake of '{owner.name}' could not find {'; '.join(missing)}: the rest is back as before "
+                    "the bake",
+                )
+        return {"FINISHED"}
+
+    @staticmethod
+    def _check(owner) -> tuple:
+        """(owner, holder, baked action, unlinked bake actions) when ``owner``'s bake can be freed; LookupError
+        when it has none, ReadError when it cannot be freed now."""
         holder = owner if owner.type == "ARMATURE" else owner.data
         action = _baked_action(holder)
         unlinked = keyframes.unlinked_bake_actions(holder)
         if action is None and not unlinked and not any(k in owner for k in BAKE_MARKS):
-            self.report({"ERROR"}, f"'{owner.name}' has no Stiff Rods bake to free")
-            return {"CANCELLED"}
+            raise LookupError(owner.name)
         if owner.type == "ARMATURE" and any(n in owner.data.bones for n in owner.get(bones.ADDED_BONES, [])):
             try:
                 bones.check_editable(owner)  # removing the added bones needs Edit Mode: check before any change
             except ValueError:
-                self.report(
-                    {"ERROR"},
+                raise reader.ReadError(
                     f"Armature '{owner.name}' must be visible for Free Bake to remove the bones its bake added: "
-                    "unhide it (and enable it in the viewport), then Free Bake again",
-                )
-                return {"CANCELLED"}
-        missing = self._free(owner, holder, action, unlinked)
-        self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
-        if missing:
-            self.report(
-                {"WARNING"},
-                f"Free Bake of '{owner.name}' could not find {'; '.join(missing)}: the rest is back as before the bake",
-            )
-        return {"FINISHED"}
+                    "unhide it (and enable it in the viewport), then Free Bake again"
+                ) from None
+        return owner, holder, action, unlinked
 
     @staticmethod
     def _free(owner, holder, action, unlinked) -> list[str]:

@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+import time
+
 import bpy
 
+from . import forest
 from .operators import up_to_date
 from .properties import settings_owner
 from .session import SESSIONS
+
+_CHOSEN: dict = {}  # the panel's last forest.chosen: key → (time, lines)
+
+
+def chosen_lines(context, every: float = 1.0) -> list[tuple[str, str]]:
+    """The panel's lines (text, icon) on the trees the operators act on when they are a forest: how many, which
+    (a few names, "+N more"), which are refused and why. Worked out again at most every ``every`` seconds for
+    the same selection (the panel redraws on every mouse move)."""
+    sc = context.scene.stiff_rods
+    active = context.active_object
+    selected = tuple(o.name for o in (getattr(context, "selected_objects", None) or ()))
+    coll = sc.forest_collection
+    key = (context.scene.name, coll.name if coll else None, active.name if active else None, selected)
+    now = time.monotonic()
+    last = _CHOSEN.get(key)
+    if last is not None and now - last[0] < every:
+        return last[1]
+    found = forest.chosen(context, check=False)
+    lines: list[tuple[str, str]] = []
+    if found is not None:
+        where = f"collection '{coll.name}'" if coll else "selection"
+        names = [t.name for t in found.trees]
+        lines.append((f"{len(names)} trees/curves in the {where}: {forest.names_line(names)}", "OUTLINER_COLLECTION"))
+        for r in found.refused[:3]:
+            lines.append((f"'{r.name}' refused: {r.reason}", "ERROR"))
+        if len(found.refused) > 3:
+            lines.append((f"+{len(found.refused) - 3} more refused", "ERROR"))
+    _CHOSEN.clear()
+    _CHOSEN[key] = (now, lines)
+    return lines
 
 
 class STIFF_RODS_PT_main(bpy.types.Panel):
@@ -78,6 +111,15 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
             col.prop(sc, "storm_turbulence")
             col.prop(sc, "storm_turbulence_length")
             col.prop(sc, "storm_seed")
+        box = layout.box()
+        box.label(text="Forest")
+        box.prop(sc, "forest_collection")
+        box.prop(sc, "forest_workers")
+        for text, icon in chosen_lines(context):
+            box.label(text=text, icon=icon)
+        status = forest.STATUS.get(context.scene.name)
+        if status:
+            box.label(text=status, icon="TIME")
         row = layout.row(align=True)
         row.operator("stiff_rods.convert")
         row.operator("stiff_rods.simulate")

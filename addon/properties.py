@@ -279,6 +279,22 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         description="Length scale of the turbulence, m: branches closer than this move together",
     )
     storm_seed: IntProperty(name="Seed", default=0, min=0, description="Same seed, same wind")
+    # many trees (addon/forest.py)
+    forest_collection: PointerProperty(
+        name="Forest Collection",
+        type=bpy.types.Collection,
+        description="Convert, Simulate, Bake and Free Bake act on every tree and curve of this collection "
+        "(and of its child collections); empty: on the selected ones",
+    )
+    forest_workers: IntProperty(
+        name="Parallel Workers",
+        default=2,
+        min=1,
+        max=256,
+        description="Bake of several trees: worker processes (headless Blenders opening a copy of the file) "
+        "that bake the trees in parallel while Blender stays responsive; 1 from a script: one tree after "
+        "the other in Blender itself",
+    )
 
 
 classes = (StiffRodsObjectSettings, StiffRodsSceneSettings)

@@ -1,13 +1,16 @@
 """A forest bake: serially, in 2 local worker processes, and on a 2-worker Dask LocalCluster.
 
-    python3 benchmarks/forest.py --json [--frames 24]
+    python3 benchmarks/forest.py --json [--frames 96]
 
 The forest: 12 real Sapling trees with leaves, four presets (quaking aspen, callistemon, white birch and
 small maple, the last two at two branching levels) with three seeds each, 8 m apart, in a gusty, turbulent
-10 m/s wind, made by Blender 3.4 (tests/blender_scripts/forest_scene.py). Then, with the bpy module:
+10 m/s wind, made by Blender 3.4 (tests/blender_scripts/forest_scene.py), baked over 96 frames (4 s at 24 fps:
+a worker's start, importing bpy and opening the file, is paid once per worker, so a short bake measures it
+rather than the baking). Then, with the bpy module:
 
 * serial: Bake (the operator) on each tree in turn, in one process;
-* parallel: addon/forest.py's ForestPool with 2 worker processes, then the parent's write_forest;
+* parallel: addon/forest.py's ForestPool with 2 worker processes (the biggest trees first), then the parent's
+  write_forest;
 * dask: tools/bake_forest.py (LocalCluster of 2 workers: start, bake, write, save the baked file).
 
 Keys: ``trees``, ``segments_total``, ``serial_s``, ``parallel_s``, ``dask_s``, ``speedup_2_workers``
@@ -136,7 +139,7 @@ def main():
         print(json.dumps(inner(blend, work)))
         return
     ap = _common.arguments(__doc__)
-    ap.add_argument("--frames", type=int, default=24, help="frames baked per tree (default 24)")
+    ap.add_argument("--frames", type=int, default=96, help="frames baked per tree (default 96)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="forest_bench_") as tmp:
         work = Path(tmp)
