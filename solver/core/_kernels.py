@@ -53,32 +53,69 @@ def _conj_mul(a, b, out):
 
 
 @nb.njit(**_JIT)
+def _store(g, transposed, translation, rot_pos, rot_bend, mask, i_):
+    """``g = J`` (or ``Jᵀ`` if ``transposed``), ``J = [[translation, rot_pos], [0, rot_bend]]`` with its rows
+    scaled by ``mask[i_]`` (``mask`` with 0 rows: every row kept)."""
+    masked = mask.shape[0] > 0
+    for i in range(6):
+        f = mask[i_, i] if masked else 1.0
+        for h in range(6):
+            if i < 3:
+                v = translation[i, h] if h < 3 else rot_pos[i, h - 3]
+            else:
+                v = 0.0 if h < 3 else rot_bend[i - 3, h - 3]
+            if transposed:
+                g[h, i] = v * f
+            else:
+                g[i, h] = v * f
+
+
+@nb.njit(**_JIT)
 def evaluate_joints(
     x, q, lam, alpha, joint, parent, child, point_parent, point_child, inv_l, rest, rest_strain, rotation_strain,
-    c, with_jacobians, blocks, slot_a, transposed_a, slot_b, transposed_b,
+    mask, frame, basis_t, c, with_jacobians, blocks, slot_a, transposed_a, slot_b, transposed_b,
 ):  # fmt: skip
     """``c`` (m, 6) of Eq. 23 at the pose and, with ``with_jacobians``, each joint's two Jacobian blocks
     written into ``blocks`` at their edge slots (−1: pinned side). The joint constants are given in the
     order ``joint`` (joint indices: the elimination order, so the blocks are written in order); ``rest``
     (m, 4) the rest Darboux quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain (for "eq23").
+    Joint kinds (as :class:`~solver.core.joint_constraint.JointEvaluator`): ``mask`` (m, 6) the row masks
+    (0 rows: every row kept), a dropped row has c = 0 and a zero Jacobian row; ``frame`` (m,) −1 or the
+    row of ``basis_t`` (Bᵀ, 3×3) of a joint whose position rows are ``Bᵀ R_pᵀ (x_p + R_p p_p − x_c − R_c p_c)``.
     Returns ``‖c + α̃λ‖∞``."""
     m = joint.shape[0]
+    masked = mask.shape[0] > 0
     rp = np.empty((3, 3))
     rc = np.empty((3, 3))
     r0 = np.empty((3, 3))
     a = np.empty(4)
     e = np.empty(4)
+    d = np.empty(3)
+    local = np.empty(3)
+    tr = np.empty((3, 3))  # translation columns of the parent's position rows (the child's: −tr)
+    xr = np.empty((3, 3))  # rotation columns of the position rows
+    br = np.empty((3, 3))  # rotation columns of the bend/twist rows
+    tmp = np.empty((3, 3))
     residual = 0.0
     for i_ in range(m):
         j = joint[i_]
         p, k = parent[i_], child[i_]
+        f = frame[i_]
         _rotation(q[p], rp)
         _rotation(q[k], rc)
         for i in range(3):
             s = x[p, i] - x[k, i]
             for h in range(3):
                 s += rp[i, h] * point_parent[i_, h] - rc[i, h] * point_child[i_, h]
-            c[j, i] = s
+            d[i] = s
+        if f >= 0:  # rows Bᵀ R_pᵀ d
+            for i in range(3):
+                local[i] = rp[0, i] * d[0] + rp[1, i] * d[1] + rp[2, i] * d[2]
+            for i in range(3):
+                c[j, i] = basis_t[f, i, 0] * local[0] + basis_t[f, i, 1] * local[1] + basis_t[f, i, 2] * local[2]
+        else:
+            for i in range(3):
+                c[j, i] = d[i]
         if rotation_strain:  # e = (q_p ⊗ r⁰)‾ ⊗ q_c, short arc
             w0, x0, y0, z0 = rest[i_, 0], rest[i_, 1], rest[i_, 2], rest[i_, 3]
             pw, px, py, pz = q[p, 0], q[p, 1], q[p, 2], q[p, 3]
@@ -95,6 +132,9 @@ def evaluate_joints(
             ls = inv_l[i_]
             for i in range(3):
                 c[j, 3 + i] = 2.0 * ls * e[1 + i] - rest_strain[i_, i]
+        if masked:
+            for i in range(6):
+                c[j, i] *= mask[i_, i]
         for i in range(6):
             v = abs(c[j, i] + alpha[j, i] * lam[j, i])
             if v > residual or v != v:
@@ -104,62 +144,61 @@ def evaluate_joints(
         # child block (s/l)(w I + [u]×); parent block −(s/l)(w I − [u]×) R(r⁰)ᵀ (R(r⁰) = I for "eq23")
         e0, e1, e2, e3 = e[0] * ls, e[1] * ls, e[2] * ls, e[3] * ls
         sa, sb = slot_a[i_], slot_b[i_]
-        if sa >= 0:
-            g = blocks[sa]
-            ta = transposed_a[i_]
-            for i in range(6):
-                for h in range(6):
-                    g[i, h] = 0.0
+        if f >= 0:  # tr = Bᵀ R_pᵀ
             for i in range(3):
-                g[i, i] = 1.0
+                for h in range(3):
+                    tr[i, h] = basis_t[f, i, 0] * rp[h, 0] + basis_t[f, i, 1] * rp[h, 1] + basis_t[f, i, 2] * rp[h, 2]
+        else:
+            for i in range(3):
+                for h in range(3):
+                    tr[i, h] = 1.0 if i == h else 0.0
+        if sa >= 0:
             if rotation_strain:
                 _rotation(rest[i_], r0)
             else:
                 for i in range(3):
                     for h in range(3):
                         r0[i, h] = 1.0 if i == h else 0.0
-            pp0, pp1, pp2 = point_parent[i_, 0], point_parent[i_, 1], point_parent[i_, 2]
-            for i in range(3):  # −R_p [p]×
-                x_0 = rp[i, 2] * pp1 - rp[i, 1] * pp2
-                x_1 = rp[i, 0] * pp2 - rp[i, 2] * pp0
-                x_2 = rp[i, 1] * pp0 - rp[i, 0] * pp1
-                if ta:
-                    g[3, i], g[4, i], g[5, i] = x_0, x_1, x_2
-                else:
-                    g[i, 3], g[i, 4], g[i, 5] = x_0, x_1, x_2
+            if f >= 0:  # Bᵀ [R_pᵀ d − p_p]×
+                v0 = local[0] - point_parent[i_, 0]
+                v1 = local[1] - point_parent[i_, 1]
+                v2 = local[2] - point_parent[i_, 2]
+                for i in range(3):
+                    b0, b1, b2 = basis_t[f, i, 0], basis_t[f, i, 1], basis_t[f, i, 2]
+                    xr[i, 0] = b1 * v2 - b2 * v1
+                    xr[i, 1] = b2 * v0 - b0 * v2
+                    xr[i, 2] = b0 * v1 - b1 * v0
+            else:
+                pp0, pp1, pp2 = point_parent[i_, 0], point_parent[i_, 1], point_parent[i_, 2]
+                for i in range(3):  # −R_p [p]×
+                    xr[i, 0] = rp[i, 2] * pp1 - rp[i, 1] * pp2
+                    xr[i, 1] = rp[i, 0] * pp2 - rp[i, 2] * pp0
+                    xr[i, 2] = rp[i, 1] * pp0 - rp[i, 0] * pp1
             for col in range(3):  # −K' R0ᵀ, K' = w I − [u]×
-                v0 = -(e0 * r0[col, 0] + e3 * r0[col, 1] - e2 * r0[col, 2])
-                v1 = -(-e3 * r0[col, 0] + e0 * r0[col, 1] + e1 * r0[col, 2])
-                v2 = -(e2 * r0[col, 0] - e1 * r0[col, 1] + e0 * r0[col, 2])
-                if ta:
-                    g[3 + col, 3], g[3 + col, 4], g[3 + col, 5] = v0, v1, v2
-                else:
-                    g[3, 3 + col], g[4, 3 + col], g[5, 3 + col] = v0, v1, v2
+                br[0, col] = -(e0 * r0[col, 0] + e3 * r0[col, 1] - e2 * r0[col, 2])
+                br[1, col] = -(-e3 * r0[col, 0] + e0 * r0[col, 1] + e1 * r0[col, 2])
+                br[2, col] = -(e2 * r0[col, 0] - e1 * r0[col, 1] + e0 * r0[col, 2])
+            _store(blocks[sa], transposed_a[i_], tr, xr, br, mask, i_)
         if sb >= 0:
-            g = blocks[sb]
-            tb = transposed_b[i_]
-            for i in range(6):
-                for h in range(6):
-                    g[i, h] = 0.0
-            for i in range(3):
-                g[i, i] = -1.0
             pc0, pc1, pc2 = point_child[i_, 0], point_child[i_, 1], point_child[i_, 2]
             for i in range(3):  # R_c [p]×
-                x_0 = rc[i, 1] * pc2 - rc[i, 2] * pc1
-                x_1 = rc[i, 2] * pc0 - rc[i, 0] * pc2
-                x_2 = rc[i, 0] * pc1 - rc[i, 1] * pc0
-                if tb:
-                    g[3, i], g[4, i], g[5, i] = x_0, x_1, x_2
-                else:
-                    g[i, 3], g[i, 4], g[i, 5] = x_0, x_1, x_2
-            if tb:  # (w I + [u]×)ᵀ
-                g[3, 3], g[3, 4], g[3, 5] = e0, e3, -e2
-                g[4, 3], g[4, 4], g[4, 5] = -e3, e0, e1
-                g[5, 3], g[5, 4], g[5, 5] = e2, -e1, e0
-            else:
-                g[3, 3], g[3, 4], g[3, 5] = e0, -e3, e2
-                g[4, 3], g[4, 4], g[4, 5] = e3, e0, -e1
-                g[5, 3], g[5, 4], g[5, 5] = -e2, e1, e0
+                xr[i, 0] = rc[i, 1] * pc2 - rc[i, 2] * pc1
+                xr[i, 1] = rc[i, 2] * pc0 - rc[i, 0] * pc2
+                xr[i, 2] = rc[i, 0] * pc1 - rc[i, 1] * pc0
+            if f >= 0:  # Bᵀ R_pᵀ R_c [p]×
+                for i in range(3):
+                    for h in range(3):
+                        tmp[i, h] = tr[i, 0] * xr[0, h] + tr[i, 1] * xr[1, h] + tr[i, 2] * xr[2, h]
+                for i in range(3):
+                    for h in range(3):
+                        xr[i, h] = tmp[i, h]
+            for i in range(3):
+                for h in range(3):
+                    tr[i, h] = -tr[i, h]
+            br[0, 0], br[0, 1], br[0, 2] = e0, -e3, e2  # w I + [u]×
+            br[1, 0], br[1, 1], br[1, 2] = e3, e0, -e1
+            br[2, 0], br[2, 1], br[2, 2] = -e2, e1, e0
+            _store(blocks[sb], transposed_b[i_], tr, xr, br, mask, i_)
     return residual
 
 

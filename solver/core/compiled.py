@@ -87,36 +87,42 @@ def _load():
 
 
 def _warm_up(kernels) -> None:
-    """Run every kernel once on a three-segment rod (compiles them, or loads them from the disk cache) and
-    compare one Newton step with the numpy solver's: a miscompiled kernel is a broken numba."""
+    """Run every kernel once on two three-segment rods, one clamped and one on a tilted rail with physical
+    stretch (row masks and parent-frame position rows), which compiles them or loads them from the disk cache,
+    and compare one Newton step with the numpy solver's: a miscompiled kernel is a broken numba."""
     from . import joint_constraint  # (late: these import this module)
     from .kkt_tree import TreeKKT
     from .model import rod_from_polyline
 
-    model = rod_from_polyline([[0, 0, 0], [0, 0, 1], [0.1, 0, 2], [0, 0, 3]], 0.05, 1e9, pinned=["start"])
-    free = np.flatnonzero(~model.pinned)
-    seg_to_free = np.full(model.n_segments, -1)
-    seg_to_free[free] = np.arange(free.size)
-    sides = seg_to_free[model.joint_parent], seg_to_free[model.joint_child]
-    mass = np.concatenate((np.repeat(model.masses[:, None], 3, 1), model.inertia), 1)[free]
-    alpha = joint_constraint.compliance(model, 1 / 60)
-    for strain in joint_constraint.STRAINS:
-        ev = joint_constraint.JointEvaluator(model, strain=strain)
-        x, q = model.positions.copy(), model.orientations.copy()
-        x[free] += [0.01, 0.02, -0.01]  # a pose with a constraint violation to remove
-        lam = np.full((model.n_joints, 6), 0.1)
-        rhs = ev.values(x, q) + alpha * lam
-        reference = TreeKKT(free.size, *sides)
-        reference.factor(mass, alpha, *ev.jacobians())
-        dx, dlam = reference.solve(None, rhs)
-        kkt = CompiledKKT(free.size, *sides, free, ev, kernels)
-        kkt.factor(mass, alpha)
-        x0, c0 = x.copy(), kkt.residual(x, q, lam, alpha)
-        kkt.iterate(x, q, lam, alpha)
-        solved = kkt.solve(dx, dlam)
-        error = max(np.max(np.abs(x[free] - x0[free] - dx[:, :3])), np.max(np.abs(lam - 0.1 - dlam)))
-        if not (c0 > 1e-3 and error < 1e-9 * np.max(np.abs(dx)) and all(np.all(np.isfinite(z)) for z in solved)):
-            raise RuntimeError(f"the compiled kernels disagree with the numpy solver (difference {error:.3g})")
+    points = [[0, 0, 0], [0, 0, 1], [0.1, 0, 2], [0, 0, 3]]
+    models = (
+        rod_from_polyline(points, 0.05, 1e9, pinned=["start"]),
+        rod_from_polyline(points, 0.05, 1e9, start="rail", start_axis=(0.3, 0.4, 0.8), stretch="physical"),
+    )
+    for model in models:
+        free = np.flatnonzero(~model.pinned)
+        seg_to_free = np.full(model.n_segments, -1)
+        seg_to_free[free] = np.arange(free.size)
+        sides = seg_to_free[model.joint_parent], seg_to_free[model.joint_child]
+        mass = np.concatenate((np.repeat(model.masses[:, None], 3, 1), model.inertia), 1)[free]
+        alpha = joint_constraint.compliance(model, 1 / 60)
+        for strain in joint_constraint.STRAINS:
+            ev = joint_constraint.JointEvaluator(model, strain=strain)
+            x, q = model.positions.copy(), model.orientations.copy()
+            x[free] += [0.01, 0.02, -0.01]  # a pose with a constraint violation to remove
+            lam = np.full((model.n_joints, 6), 0.1)
+            rhs = ev.values(x, q) + alpha * lam
+            reference = TreeKKT(free.size, *sides)
+            reference.factor(mass, alpha, *ev.jacobians())
+            dx, dlam = reference.solve(None, rhs)
+            kkt = CompiledKKT(free.size, *sides, free, ev, kernels)
+            kkt.factor(mass, alpha)
+            x0, c0 = x.copy(), kkt.residual(x, q, lam, alpha)
+            kkt.iterate(x, q, lam, alpha)
+            solved = kkt.solve(dx, dlam)
+            error = max(np.max(np.abs(x[free] - x0[free] - dx[:, :3])), np.max(np.abs(lam - 0.1 - dlam)))
+            if not (c0 > 1e-3 and error < 1e-9 * np.max(np.abs(dx)) and all(np.all(np.isfinite(z)) for z in solved)):
+                raise RuntimeError(f"the compiled kernels disagree with the numpy solver (difference {error:.3g})")
 
 
 def compiled_status() -> tuple[bool, str]:
@@ -244,6 +250,13 @@ class CompiledKKT:
         self._rotation_strain = ev.strain == "rotation"
         self._rest = np.ascontiguousarray(ev.rest[joint])
         self._rest_strain = np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint])
+        # joint kinds: row masks (none if every row is kept) and the parent-frame basis of framed position rows
+        self._mask = np.zeros((0, 6)) if ev._mask is None else np.ascontiguousarray(ev._mask[joint], dtype=float)
+        frame = np.full(m, -1, np.int64)
+        if ev._framed is not None:
+            frame[ev._framed] = np.arange(ev._framed.size)
+        self._frame = np.ascontiguousarray(frame[joint])
+        self._basis_t = np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3)
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then W = L⁻¹ G
         self._lower = np.zeros((n, 6, 6))  # Cholesky factors of the signed pivots
         self._t = np.zeros((n, 6))
@@ -260,7 +273,8 @@ class CompiledKKT:
         k = self._k
         res = k.evaluate_joints(
             x, q, lam, alpha, self._joint, self._parent, self._child, self._pp, self._pc, self._inv_l, self._rest,
-            self._rest_strain, self._rotation_strain, self._c, with_jacobians, self._w, *self._slots,
+            self._rest_strain, self._rotation_strain, self._mask, self._frame, self._basis_t, self._c, with_jacobians,
+            self._w, *self._slots,
         )  # fmt: skip
         if self._pose_x.shape != x.shape:
             self._pose_x, self._pose_q = np.empty_like(x), np.empty_like(q)
