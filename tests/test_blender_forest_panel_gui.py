@@ -1,8 +1,8 @@
 """The forest bake from the N-panel in a window (Blender 3.4 under Xvfb, the legacy zip in an isolated profile):
 several trees bake in worker processes while the operator's timer shows the progress (trees done / total,
 frames per second, ETA), the keys equal those of the same trees baked one after the other in Blender itself,
-and Esc in the middle leaves the scene as it was, no cache folder and no worker process behind
-(tests/blender_scripts/forest_panel_gui.py)."""
+and Esc in the middle leaves the scene as it was, no cache folder and no worker process behind; Simulate moves
+every selected tree and Esc gives each its rest pose (tests/blender_scripts/forest_panel_gui.py)."""
 
 import shutil
 
@@ -55,3 +55,9 @@ def test_esc_in_the_middle_leaves_nothing_behind(result):
     assert result["cache_after_esc"] == [] and result["workers_alive_after_esc"] == []
     assert result["status_after_esc"] is None
     assert result["bake_after_esc"] == ["FINISHED"]
+
+
+def test_simulate_moves_every_selected_tree_and_esc_gives_each_its_rest_pose(result):
+    assert result["simulate"] == ["RUNNING_MODAL"] and result["simulate_frames"] >= 1
+    assert sorted(result["simulate_moved"]) == TREES and min(result["simulate_moved"].values()) > 0, result
+    assert all(result["simulate_rest_after_esc"].values()) and result["frame_after_simulate"] == 1

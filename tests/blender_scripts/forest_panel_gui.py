@@ -13,7 +13,8 @@ different presets, tests/blender_scripts/forest_scene.py), driven by ``bpy.app.t
 2. a long bake (frames 1-400) cancelled by Esc once the workers report frames: the scene as before
    (forest_panel.state: bad_input.snapshot plus modifiers, bones and point cache files), no cache folder,
    the worker processes gone;
-3. Quit: Blender must exit (a timer left behind would hang it; the caller's timeout catches that).
+3. Simulate on the three trees: the timeline advances, every tree's bones move; Esc gives each its rest pose;
+4. Quit: Blender must exit (a timer left behind would hang it; the caller's timeout catches that).
 
 One line ``FOREST_PANEL_GUI {json}``.
 """
@@ -132,6 +133,23 @@ def script():
     OUT["workers_alive_after_esc"] = alive
     select(TREES, workers=1)
     OUT["bake_after_esc"] = sorted(bpy.ops.stiff_rods.bake(frame_start=1, frame_end=2))  # nothing left running
+    bpy.ops.stiff_rods.free_bake()
+    # 3. Simulate on the three trees: each moves, Esc gives each its rest pose back
+    scene.frame_set(1)
+    rest = {n: poses(n) for n in TREES}
+    OUT["simulate"] = sorted(in_view3d(bpy.ops.stiff_rods.simulate, "INVOKE_DEFAULT"))
+    yield 2.0
+    OUT["simulate_frames"] = scene.frame_current - 1
+    OUT["simulate_moved"] = {n: max(abs(a - b) for a, b in zip(poses(n), rest[n], strict=True)) for n in TREES}
+    for value in ("PRESS", "RELEASE"):
+        win.event_simulate(type="ESC", value=value)
+    yield 0.5
+    OUT["simulate_rest_after_esc"] = {n: poses(n) == rest[n] for n in TREES}
+    OUT["frame_after_simulate"] = scene.frame_current
+
+
+def poses(name):
+    return [v for pb in bpy.data.objects[name].pose.bones for v in pb.rotation_quaternion]
 
 
 def main():
