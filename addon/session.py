@@ -144,10 +144,62 @@ class Session:
         (:meth:`frame_state`): a leaf's carried by its leaf segment, a vertex of no leaf at rest."""
         lm = self.leaf_mesh
         assert lm is not None
-        used, seg, local = self.leaf_binding
         out = lm.co.copy()
-        out[used] = carried_points(*self.frame_state(), seg, local)
+        out[self.leaf_binding[0]] = self._carried_leaf_vertices(*self.frame_state())
         return out
+
+    def _carried_leaf_vertices(self, positions, orientations, rows=slice(None)) -> np.ndarray:
+        """World positions [m] of the leaf vertices ``leaf_binding[0][rows]`` carried by their leaf segments."""
+        _, seg, local = self.leaf_binding
+        return positions[seg[rows]] + quat.rotate(orientations[seg[rows]], local[rows])
+
+    def _leaf_blend(self) -> dict:
+        """What :meth:`leaf_base_coordinates` needs per topology, built once per leaf binding. A leaf vertex
+        with one bone (all of Sapling's) has the map ``P_b (R_l local + c_l) + o_b`` of its bone b and its
+        leaf segment l: one 3×3 matrix and offset per (leaf segment, bone) pair, so a frame costs one
+        product per pair and one per vertex. A vertex of no weight takes the identity as its bone; vertices
+        of several bones keep the per-vertex blend (a sparse weight matrix) and solve."""
+        cache = getattr(self, "_leaf_blend_cache", None)
+        if cache is not None and cache["binding"] is self.leaf_binding:
+            return cache
+        from scipy import sparse
+
+        lm = self.leaf_mesh
+        assert lm is not None
+        used, seg, _ = self.leaf_binding
+        n = lm.co.shape[0]
+        total = np.bincount(lm.weight_vertex, lm.weight, minlength=n)
+        count = np.bincount(lm.weight_vertex[lm.weight > 0], minlength=n)
+        bone_seg, col = np.unique(self.bone_segment[lm.weight_bone], return_inverse=True)
+        col = col.ravel()
+        moved = total[used] > 1e-4  # Blender's threshold for "no contribution"
+        single = ~moved | (count[used] == 1)
+        bone = np.full(n, bone_seg.size, dtype=np.int64)  # index bone_seg.size: the identity (no motion)
+        one = (lm.weight > 0) & (count[lm.weight_vertex] == 1) & (total[lm.weight_vertex] > 1e-4)
+        bone[lm.weight_vertex[one]] = col[one]
+        pair_key = seg[single] * (bone_seg.size + 1) + bone[used[single]]
+        pairs, pair_of = np.unique(pair_key, return_inverse=True)
+        multi = np.flatnonzero(~single)
+        row = np.full(n, -1, dtype=np.int64)
+        row[used[multi]] = np.arange(multi.size)
+        keep = row[lm.weight_vertex] >= 0
+        vertex = lm.weight_vertex[keep]
+        blend = sparse.csr_matrix(
+            (lm.weight[keep] / total[vertex], (row[vertex], col[keep])), shape=(multi.size, bone_seg.size)
+        )
+        cache = dict(
+            binding=self.leaf_binding,
+            bone_seg=bone_seg,
+            single=np.flatnonzero(single),
+            pair_seg=pairs // (bone_seg.size + 1),
+            pair_bone=pairs % (bone_seg.size + 1),
+            pair_of=pair_of.ravel(),
+            multi=multi,
+            blend=blend,
+            inverse=np.linalg.inv(lm.matrix_world),
+        )
+        self._leaf_blend_cache = cache
+        return cache
 
     def leaf_base_coordinates(self) -> np.ndarray:
         """Leaves-mesh coordinates (V, 3), object-local, that the Armature modifier (the bones following
@@ -159,26 +211,28 @@ class Session:
         coordinates and follow their bones."""
         lm = self.leaf_mesh
         assert lm is not None
-        used = self.leaf_binding[0]
-        x = self.leaf_vertices_world()[used]
-        seg = self.bone_segment[lm.weight_bone]
+        b = self._leaf_blend()
+        used, _, local = self.leaf_binding
+        s = b["bone_seg"]
         positions, orientations = self.frame_state()
-        rest = quat.to_matrix(self.model.orientations[seg])
-        motion = quat.to_matrix(orientations[seg]) @ rest.transpose(0, 2, 1)  # R_b R_b⁰ᵀ
-        shift = positions[seg] - np.einsum("wij,wj->wi", motion, self.model.positions[seg])
-        n = lm.co.shape[0]
-        a, t = np.zeros((n, 3, 3)), np.zeros((n, 3))
-        np.add.at(a, lm.weight_vertex, lm.weight[:, None, None] * motion)
-        np.add.at(t, lm.weight_vertex, lm.weight[:, None] * shift)
-        total = np.bincount(lm.weight_vertex, lm.weight, minlength=n)[used]
-        moved = total > 1e-4  # Blender's threshold for "no contribution"
-        base = x.copy()
-        w = total[moved, None]
-        a, t = a[used][moved] / w[..., None], t[used][moved] / w
-        base[moved] = np.linalg.solve(a, (x[moved] - t)[..., None])[..., 0]
-        inv = np.linalg.inv(lm.matrix_world)
+        motion = quat.to_matrix(orientations[s]) @ quat.to_matrix(self.model.orientations[s]).transpose(0, 2, 1)
+        shift = positions[s] - np.einsum("wij,wj->wi", motion, self.model.positions[s])  # D_b(x) = motion x + shift
+        inv = b["inverse"]
         out = lm.co_local.astype(float)
-        out[used] = base @ inv[:3, :3].T + inv[:3, 3]
+        # one bone: base = D_b⁻¹(x) = motionᵀ (x − shift) (a rotation), object-local: P_b x + o_b
+        p = np.concatenate((inv[:3, :3] @ motion.transpose(0, 2, 1), inv[None, :3, :3]))
+        o = inv[:3, 3] - np.einsum("wij,wj->wi", p, np.concatenate((shift, np.zeros((1, 3)))))
+        ps, pb = b["pair_seg"], b["pair_bone"]
+        c = p[pb] @ quat.to_matrix(orientations[ps])
+        d = np.einsum("pij,pj->pi", p[pb], positions[ps]) + o[pb]
+        k, single = b["pair_of"], b["single"]
+        out[used[single]] = np.einsum("vij,vj->vi", c[k], local[single]) + d[k]
+        multi = b["multi"]
+        if multi.size:
+            x = self._carried_leaf_vertices(positions, orientations, multi)
+            at = b["blend"] @ np.concatenate((motion.reshape(-1, 9), shift), axis=1)  # (vertices, 9 + 3): A, t
+            base = _solve3(at[:, :9].reshape(-1, 3, 3), x - at[:, 9:])
+            out[used[multi]] = base @ inv[:3, :3].T + inv[:3, 3]
         return out
 
     def _rest_model(self):
@@ -558,6 +612,15 @@ def _hook_targets(curve, unit: float):
             p = np.array(flat[mod.vertex_indices[0]])
             out.append((mod.object, mw[:3, :3] @ p + mw[:3, 3]))
     return out
+
+
+def _solve3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solutions x (n, 3) of ``a x = b`` for (n, 3, 3) matrices by the adjugate (a blend of rotations is well
+    conditioned): several times faster than numpy.linalg.solve's batched LU on small matrices."""
+    r0, r1, r2 = a[:, 0], a[:, 1], a[:, 2]
+    c0, c1, c2 = quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)  # columns of det(a) a⁻¹
+    det = np.einsum("ni,ni->n", r0, c0)
+    return (c0 * b[:, :1] + c1 * b[:, 1:2] + c2 * b[:, 2:]) / det[:, None]
 
 
 def material(settings):
