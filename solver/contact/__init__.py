@@ -8,11 +8,12 @@ joints and contacts, ``contact_kkt``) and post-stabilisation (``post_stabilise``
 
 from .colliders import Box, Capsule, Collider, Mesh, Plane, Sphere
 from .contact_kkt import solve_joints_and_contacts
-from .contacts import Contacts
+from .contacts import ContactReport, Contacts
 from .sdf import SignedDistanceGrid, mesh_signed_distance_grid
 
 __all__ = [
     "Contacts",
+    "ContactReport",
     "Collider",
     "Plane",
     "Sphere",

@@ -37,7 +37,9 @@ the responses, the responses on the rows), which share the state declared in ``s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,9 +48,39 @@ from .candidates import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, ContactCandidates
 from .colliders import Collider
 from .post_stabilise import PostStabilisation
 
+log = logging.getLogger("solver.contact")
+
 
 def _empty(n: int, *tail) -> np.ndarray:
     return np.zeros((n,) + tail)
+
+
+@dataclass
+class ContactReport:
+    """What one step's contact solve did (``Contacts.last_report``, ``Contacts.reports``).
+
+    ``rows``: contacts generated for the step; ``active``: of them pushing (λ_n > 0) at its end;
+    ``iterations``: solver iterations (``project`` calls) in the step; ``hit_cap``: they reached the
+    Simulator's ``max_iterations``; ``residual``: the largest of the joints' ``‖C + α̃λ‖∞`` and the contact
+    residual of the last iteration [m]; ``solves``/``rounds``: direct solves and their active-set rounds in
+    total (0 for the Gauss–Seidel responses); ``settled``: every direct solve's active set settled (the last
+    round changed no row's state); ``max_penetration`` [m]: deepest ``−C`` at the end of the step;
+    ``sticking``/``sliding``: pushing contacts with friction whose tangential impulse is inside the Coulomb
+    cone / on it; ``converged``: the step met the Simulator's tolerance (or stopped before the cap) with every
+    active set settled. A step that did not converge is also logged (logger ``solver.contact``, warning)."""
+
+    rows: int
+    active: int
+    iterations: int
+    hit_cap: bool
+    residual: float
+    solves: int
+    rounds: int
+    settled: bool
+    max_penetration: float
+    sticking: int
+    sliding: int
+    converged: bool
 
 
 class Contacts(ContactCandidates, PostStabilisation):
@@ -97,7 +129,10 @@ class Contacts(ContactCandidates, PostStabilisation):
     while apart (inactive).
 
     After a step: ``n_contacts``, ``n_active`` (λ_n > 0), ``max_penetration`` [m] (deepest
-    ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact.
+    ``−C`` over this step's contacts at the end of the step), ``normal_impulse`` λ_n [N·s²] per contact,
+    ``last_report`` (:class:`ContactReport`: rows, iterations, penetration, sticking and sliding counts,
+    convergence) and ``reports``, one per step since the set was made (``keep_reports``: at most that many,
+    the latest; 0 keeps none).
     """
 
     def __init__(
@@ -125,6 +160,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         post_stabilise: bool = False,
         direct_max_move: float | None = None,
         post_velocity: bool = False,
+        keep_reports: int = 100000,
     ):
         self.model = model
         self.colliders = list(colliders)
@@ -208,6 +244,14 @@ class Contacts(ContactCandidates, PostStabilisation):
         self.normal_impulse = np.zeros(0)
         self._batches: list[dict] = []
         self.max_penetration = 0.0
+        if int(keep_reports) != keep_reports or keep_reports < 0:
+            raise ValueError(f"keep_reports must be an integer ≥ 0, got {keep_reports}")
+        self.keep_reports = int(keep_reports)
+        self.reports: list[ContactReport] = []
+        self.last_report: ContactReport | None = None
+        self._step_iterations = 0
+        self._step_residual = 0.0
+        self._step_solves = 0
 
     def surface_gaps(self, sim) -> tuple[float, float]:
         """Exact smallest surface gaps [m] at the current pose, independent of this step's contacts:
@@ -280,6 +324,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         self.tangent_impulse = np.zeros((sa.size, 3))
         self._sliding = np.zeros((sa.size, 2), np.int8)
         self._first_solve = True
+        self._step_iterations, self._step_residual, self._step_solves = 0, 0.0, len(self.solve_log)
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
         self._all = self._batch(np.arange(sa.size), x, q, anchor_b, direct=self.response == "direct")
@@ -373,6 +418,7 @@ class Contacts(ContactCandidates, PostStabilisation):
     def project(self, sim) -> float:
         """Gauss–Seidel sweep(s) over the contacts; returns the largest ``|C + α̃λ|`` met (0 if none)."""
         residual = 0.0
+        self._step_iterations += 1
         for _ in range(self.sweeps):
             if self.response == "tree":
                 self._project_through_tree(sim)
@@ -382,6 +428,7 @@ class Contacts(ContactCandidates, PostStabilisation):
             else:
                 self._project_direct(sim)
                 residual = max(residual, float(np.max(-self.gaps(sim), initial=0.0)))
+        self._step_residual = residual
         return residual
 
     def gaps(self, sim) -> np.ndarray:
@@ -394,9 +441,54 @@ class Contacts(ContactCandidates, PostStabilisation):
         return out
 
     def end_step(self, sim) -> None:
-        """Record the deepest remaining penetration of this step's contacts [m]."""
+        """Record the deepest remaining penetration of this step's contacts [m] and the step's
+        :class:`ContactReport` (logged when the step did not converge)."""
+        residual = max(sim.residual(), self._step_residual)
         self.post_overlap = 0.0
         if self.post_stabilise:
             self._post_stabilise(sim)
         g = self.gaps(sim)
         self.max_penetration = float(max(0.0, -g.min())) if g.size else 0.0
+        self._report(sim, residual)
+
+    def _report(self, sim, residual: float) -> None:
+        solves = self.solve_log[self._step_solves :]
+        settled = all(conv for _, conv in solves)
+        hit_cap = self._step_iterations >= sim.max_iterations
+        pushing = (self.normal_impulse > 0.0) & (self.mu > 0.0)
+        if self.response == "direct":
+            on_cone = np.any(self._sliding != 0, axis=1)
+        else:
+            lt = np.linalg.norm(self.tangent_impulse, axis=1) if self.n_contacts else np.zeros(0)
+            on_cone = lt >= (1.0 - 1e-6) * self.mu * self.normal_impulse
+        report = ContactReport(
+            rows=self.n_contacts,
+            active=self.n_active,
+            iterations=self._step_iterations,
+            hit_cap=hit_cap,
+            residual=float(residual),
+            solves=len(solves),
+            rounds=int(sum(r for r, _ in solves)),
+            settled=settled,
+            max_penetration=self.max_penetration,
+            sticking=int(np.count_nonzero(pushing & ~on_cone)),
+            sliding=int(np.count_nonzero(pushing & on_cone)),
+            converged=settled and (not hit_cap or residual <= sim.tolerance),
+        )
+        self.last_report = report
+        if self.keep_reports:
+            self.reports.append(report)
+            del self.reports[: max(0, len(self.reports) - self.keep_reports)]
+        if not report.converged:
+            log.warning(
+                "contact step at t = %.6g s did not converge: %d iterations (cap %d), residual %.3g "
+                "(tolerance %.3g), active sets settled: %s, %d rows, deepest penetration %.3g m",
+                sim.time,
+                report.iterations,
+                sim.max_iterations,
+                report.residual,
+                sim.tolerance,
+                settled,
+                report.rows,
+                report.max_penetration,
+            )

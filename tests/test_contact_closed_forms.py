@@ -1,0 +1,101 @@
+"""Contact with Coulomb friction against closed forms (benchmarks/contact_closed_forms.py builds the scenes), and
+the per-step contact report (``Contacts.last_report``)."""
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import contact_closed_forms as closed  # noqa: E402
+
+from solver import Plane, Simulator, rod_from_polyline  # noqa: E402
+from solver.contact.contacts import Contacts  # noqa: E402
+
+G = 9.81
+
+
+def test_a_rod_below_the_friction_cone_creeps_less_than_a_millimetre_in_two_seconds():
+    """tan 20° = 0.36 < μ = 0.5: static friction holds the rod (creep ≤ 1 mm in 2 s); no step hits the cap."""
+    run = closed.incline(20.0, mu=0.5, seconds=2.0)
+    assert not run["failed"]
+    assert abs(run["slide"]) <= 1e-3
+    assert run["cap_steps"] == 0 and run["unconverged"] == 0
+    assert run["sliding_max"] == 0 and run["sticking_max"] > 0
+
+
+@pytest.mark.parametrize("degrees", [35.0, 60.0])
+def test_a_rod_above_the_friction_cone_slides_at_g_sin_minus_mu_cos(degrees):
+    """Kinetic friction: a = g (sin θ − μ cos θ) within 2 % (quadratic fit of the slide over 0.1–0.4 s)."""
+    run = closed.incline(degrees, mu=0.5, seconds=0.4)
+    th = np.radians(degrees)
+    expect = G * (np.sin(th) - 0.5 * np.cos(th))
+    assert run["accel"] == pytest.approx(expect, rel=0.02)
+    assert run["cap_steps"] == 0
+    assert run["sliding_max"] > 0 and run["sticking_max"] == 0
+
+
+def slope(degrees, **sim_options):
+    th = np.radians(degrees)
+    r = 0.01
+    down, normal = np.array([np.cos(th), 0, -np.sin(th)]), np.array([np.sin(th), 0, np.cos(th)])
+    model = rod_from_polyline(np.linspace(0, 0.2, 6)[:, None] * down + r * normal, r, 1e9)
+    sim = Simulator(model, dt=1 / 200, **sim_options)
+    contacts = Contacts(model, [Plane(normal, 0.0)], friction=0.5, response="direct")
+    sim.gs_constraints.append(contacts)
+    return sim, contacts
+
+
+def test_the_contact_report_counts_rows_iterations_and_friction_states():
+    """Each step's report: its rows are the step's contacts, its iterations the Simulator's, and on a 20° slope
+    every pushing contact sticks, on a 60° slope every one slides."""
+    for degrees, state in ((20.0, "sticking"), (60.0, "sliding")):
+        sim, contacts = slope(degrees, max_iterations=10, tolerance=1e-6)
+        for _ in range(5):
+            report = sim.step()
+            rep = contacts.last_report
+            assert rep.iterations == report.iterations
+            assert rep.rows == contacts.n_contacts and rep.active == contacts.n_active > 0
+            assert getattr(rep, state) == rep.active
+            assert rep.converged and not rep.hit_cap and rep.settled
+        assert len(contacts.reports) == 5
+
+
+def test_a_step_that_does_not_converge_says_so_and_is_logged(caplog):
+    """One iteration with tolerance 0 cannot converge: the report says it hit the cap and did not converge,
+    and the step is logged once."""
+    sim, contacts = slope(20.0, max_iterations=1, tolerance=0.0)
+    with caplog.at_level(logging.WARNING, logger="solver.contact"):
+        sim.step()
+        sim.step()
+    rep = contacts.last_report
+    assert rep.hit_cap and not rep.converged and rep.iterations == 1
+    assert sum("did not converge" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_keep_reports_is_checked():
+    model = rod_from_polyline([[0, 0, 0.01], [0.1, 0, 0.01]], 0.01, 1e9)
+    with pytest.raises(ValueError, match="keep_reports"):
+        Contacts(model, [Plane()], keep_reports=-1)
+
+
+# The capstan fails with today's contact (benchmarks/contact_closed_forms.py: the rope creeps, sinks several
+# radii into the cylinder, and every step hits the 50-iteration cap): the targets stay here as strict xfails.
+@pytest.mark.xfail(strict=True, reason="capstan: the direct contact solve does not hold the rope (measured)")
+def test_a_rope_holds_on_a_cylinder_below_e_to_the_mu_theta():
+    run = closed.capstan(0.5, np.pi, 0.8, seconds=0.5)
+    assert not run["failed"]
+    assert abs(run["slide"]) <= 1e-3
+    assert run["cap_steps"] <= 0.01 * run["steps"]
+    assert run["penetration_r"] <= 0.05
+
+
+@pytest.mark.xfail(strict=True, reason="capstan: the direct contact solve does not converge on a sliding rope")
+def test_a_rope_slides_on_a_cylinder_above_e_to_the_mu_theta_at_the_analytic_acceleration():
+    run = closed.capstan(0.5, np.pi, 1.25, seconds=0.4)
+    assert not run["failed"]
+    assert run["accel"] == pytest.approx(run["analytic"], rel=0.05)
+    assert run["cap_steps"] <= 0.01 * run["steps"]
