@@ -11,6 +11,13 @@ whether it was pumped over the top. "symplectic_measured": det of the one-step m
 (to 1e-8) at h = 0.5. XPBD with the direct solver (3 iterations) runs the same thread at fixed Δt up
 to 40 ms.
 
+"tree_damping_ratio": the XPBD simulator's own integrators on a tree (the Sapling small pine of
+benchmarks/tree_sway.py, no leaves, no drag), pulled at 2/3 of its trunk and released:
+``Simulator(integrator="bdf2").set_damping_ratio(0.1, f1)`` with f1 fitted to an undamped BDF2 run at
+Δt = 1/240 s, and the damping ratio fitted to 6 s of the pull point's sway at Δt = 1/240…1/24 s (target:
+within 10 % of 0.1); beside it the damping implicit Euler adds with no damping set.
+``--damping-only`` runs just this part.
+
     python3 benchmarks/integrators.py --json     # last stdout line: one JSON object; writes docs/integrators.png
 """
 
@@ -182,12 +189,59 @@ def summary(table: dict, ranking: list, targets: dict):
     yield str(targets)
 
 
+def tree_damping_ratio(zeta: float = 0.1, dts=(1 / 240, 1 / 120, 1 / 60, 1 / 24)) -> dict:
+    """The "tree_damping_ratio" part (module docstring)."""
+    from tree_sway import build, fit_decay, pulled_rest
+
+    from solver import Simulator
+
+    model, trunk, _, info = build("small_pine", False)
+    seg = int(trunk[int(round(2 / 3 * (len(trunk) - 1)))])
+    pose = pulled_rest(model, seg, info["height_m"])
+
+    def decay(dt: float, integrator: str, seconds: float, f1: float | None = None) -> tuple[float, float]:
+        sim = Simulator(model, dt=dt, max_iterations=10, tolerance=1e-9, integrator=integrator)
+        sim.positions, sim.orientations = pose[0].copy(), pose[1].copy()
+        if f1 is not None:
+            sim.set_damping_ratio(zeta, f1)
+        x = np.empty(int(round(seconds / dt)))
+        for k in range(x.size):
+            sim.step()
+            x[k] = sim.positions[seg, 0]
+        return fit_decay(dt * np.arange(1, x.size + 1), x)
+
+    f1, zeta_undamped = decay(1 / 240, "bdf2", 4.0)
+    rows = {}
+    for dt in dts:
+        f, z = decay(dt, "bdf2", 6.0, f1)
+        rows[f"dt_1/{round(1 / dt)}"] = {
+            "bdf2_zeta": z,
+            "bdf2_f_hz": f,
+            "bdf2_rel_error": z / zeta - 1.0,
+            "euler_zeta_no_damping_set": decay(dt, "euler", 6.0)[1],
+        }
+        log(f"tree damping dt 1/{round(1 / dt)}: {rows[f'dt_1/{round(1 / dt)}']}")
+    return {
+        "tree": "small_pine",
+        "segments": model.n_segments,
+        "set_zeta": zeta,
+        "f1_hz": f1,
+        "bdf2_zeta_undamped_dt_1/240": zeta_undamped,
+        "by_dt": rows,
+        "within_10_percent": all(abs(r["bdf2_rel_error"]) <= 0.1 for r in rows.values()),
+    }
+
+
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds per stability trial")
     ap.add_argument("--rel-tol", type=float, default=0.05, help="bisection stops at hi/lo ≤ 1 + this")
     ap.add_argument("--quick", action="store_true", help="2 s trials, 15 %% bisection tolerance")
+    ap.add_argument("--damping-only", action="store_true", help="only the tree_damping_ratio part")
     args = ap.parse_args()
+    if args.damping_only:
+        _common.report({"benchmark": "integrators", "tree_damping_ratio": tree_damping_ratio()}, args.json)
+        return
     if args.quick:
         args.duration, args.rel_tol = 2.0, 0.15
     t_start = time.perf_counter()
@@ -274,6 +328,7 @@ def main() -> None:
         "ranking_by_score": ranking,
         "seed_ranking_by_score": seed_ranking,
         "xpbd_kkt": xpbd,
+        "tree_damping_ratio": tree_damping_ratio(),
         "targets_met": targets,
         "plot": plot_path,
         "wall_s": time.perf_counter() - t_start,

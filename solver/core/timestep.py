@@ -13,6 +13,7 @@ from . import compiled as compiled_kkt
 from . import joint_constraint
 from . import quaternion as quat
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
+from .integrator import check_integrator, mass_damping_for_ratio
 from .kkt_chain import ChainKKT, chain_order
 from .kkt_tree import TreeKKT
 from .loop_closing import LoopClosingConstraints
@@ -47,15 +48,6 @@ def _finite_non_negative(name: str, value, unit: str = "") -> float:
 def _solver_name(name: str, value) -> str:
     if value not in ("kkt", "gs"):
         raise ValueError(f"{name} must be 'kkt' or 'gs', got {value!r}")
-    return value
-
-
-INTEGRATORS = ("euler", "bdf2")
-
-
-def _integrator_name(name: str, value) -> str:
-    if value not in INTEGRATORS:
-        raise ValueError(f"{name} must be one of {INTEGRATORS}, got {value!r}")
     return value
 
 
@@ -127,7 +119,8 @@ class Simulator:
     differentiation formula, second order, A- and L-stable: numerical damping ζ ≈ (ωΔt)³/4, so a pendulum
     at Δt = 1/240 s keeps 99.4 % of its swing over 100 periods where Euler keeps 0.4 %; see
     :meth:`begin_step`). Both solve one implicit stage per step with the same Newton iterations and KKT
-    factorisation; the static equilibrium is the same for every Δt and iteration count.
+    factorisation; the static equilibrium is the same for every Δt and iteration count. :meth:`set_damping_ratio`
+    sets ``damping`` from a damping ratio at a mode's frequency.
 
     State arrays (world frame unless noted): ``positions`` (n, 3) [m], ``orientations`` (n, 4),
     ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3) [rad/s, body frame], ``time`` [s].
@@ -154,7 +147,7 @@ class Simulator:
             raise TypeError("model must be a RodModel")
         self.model = model
         self._step_open = False
-        self._integrator = _integrator_name("integrator", integrator)
+        self._integrator = check_integrator("integrator", integrator)
         self._stage: float | None = None  # stage length of the open step (set by begin_step)
         self._history: tuple | None = None  # BDF2: the step before, and the state it left (see begin_step)
         self.dt = dt
@@ -235,7 +228,35 @@ class Simulator:
     max_iterations = _Setting(lambda name, value: _count(name, value, 1))
     tolerance = _Setting(_finite_non_negative)  # η on ‖C + α̃λ‖∞
     gravity = _Setting(_acceleration)  # m/s²
-    damping = _Setting(lambda name, value: _finite_non_negative(name, value, " (1/s)"))  # mass-proportional
+
+    @property
+    def damping(self) -> float:
+        """Mass-proportional (Rayleigh α) damping c [1/s] of linear and angular velocity, 0 for none; set by
+        :meth:`set_damping_ratio` from a damping ratio, or directly (which drops a ratio set before)."""
+        return self._damping
+
+    @damping.setter
+    def damping(self, value: float) -> None:
+        self._damping = _finite_non_negative("damping", value, " (1/s)")
+        self._damping_ratio: tuple[float, float] | None = None
+
+    def set_damping_ratio(self, zeta: float, frequency_hz: float) -> None:
+        """Damp the mode of ``frequency_hz`` [Hz] (e.g. a tree's first sway mode) with the damping ratio ``zeta``:
+        the mass-proportional :attr:`damping` c is chosen so that this mode, stepped with this integrator at
+        this Δt, decays with ratio ζ, the integrator's own damping included
+        (:func:`solver.core.integrator.mass_damping_for_ratio`); chosen again when ``dt`` or ``integrator``
+        change. Other modes of frequency f get ζ·f₁/f from c plus the integrator's own. ValueError if the
+        integrator alone damps that mode more than ζ (Euler at large Δt)."""
+        c = mass_damping_for_ratio(float(zeta), float(frequency_hz), self._dt, self._integrator)
+        self._damping = c
+        self._damping_ratio = (float(zeta), float(frequency_hz))
+
+    def _damping_for_step(self) -> None:
+        """A damping ratio set by :meth:`set_damping_ratio` turned into c for the current Δt and integrator."""
+        ratio: tuple[float, float] | None = getattr(self, "_damping_ratio", None)
+        if ratio is not None:
+            zeta, f = ratio
+            self._damping = mass_damping_for_ratio(zeta, f, self._dt, self._integrator)
 
     @property
     def dt(self) -> float:
@@ -255,6 +276,7 @@ class Simulator:
         self._dt = value
         self._alpha_tilde = None
         self._factor_age = None  # α̃ = α/Δt² is in the factored matrix
+        self._damping_for_step()
 
     @property
     def integrator(self) -> str:
@@ -264,11 +286,12 @@ class Simulator:
 
     @integrator.setter
     def integrator(self, value: str) -> None:
-        value = _integrator_name("integrator", value)
+        value = check_integrator("integrator", value)
         if self._step_open:
             raise RuntimeError("integrator: only between steps")
         self._integrator = value
         self._history = None
+        self._damping_for_step()
 
     @property
     def stage_dt(self) -> float:
