@@ -14,6 +14,7 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
+from ..solver import known_compiled_status, prepare_compiled
 from ..solver.core import quaternion as quat
 from . import bones, keyframes, point_cache, reader, wind
 from .fingerprint import fingerprint
@@ -47,6 +48,17 @@ def _report_skipped_colliders(op, s: Session) -> None:
     """A WARNING for each Collision object ``s`` left out of its colliders when it last read them."""
     for message in s.skipped_colliders:
         op.report({"WARNING"}, message)
+
+
+def _prepare_solver(op) -> None:
+    """Load the compiled solver before the first model is built; the first start after an install compiles it
+    (a few seconds) and says so. Without numba the numpy solver runs: a WARNING says it once (and the panel)."""
+    known = known_compiled_status()
+    if known is not None:
+        return
+    active, message = prepare_compiled(lambda text: op.report({"INFO"}, f"Stiff Rods: {text}"))
+    if not active:
+        op.report({"WARNING"}, f"Stiff Rods: {message}")
 
 
 def _session(context, rebuild=False, owner=None) -> Session:
@@ -166,6 +178,7 @@ class STIFF_RODS_OT_convert(bpy.types.Operator):
     bl_options = {"REGISTER"}
 
     def execute(self, context):
+        _prepare_solver(self)
         found = _chosen(context, check=False)
         owners = [None] if found is None else _owners(found)
         if found is not None:
@@ -373,6 +386,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
     def invoke(self, context, event):
         if context.window is None or bpy.app.background:
             return self.execute(context)
+        _prepare_solver(self)
         found = _chosen(context, check=False)
         owners = [None] if found is None else _owners(found)
         if found is not None:
@@ -560,6 +574,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
     def _prepare(self, context, owner=None):
         """Check everything and start the simulation of the selected tree (or ``owner``); a set (CANCELLED) on
         bad input, None when ready."""
+        _prepare_solver(self)
         scene = context.scene
         start, end = self.frame_range(scene)
         if end < start:

@@ -6,6 +6,7 @@ import time
 
 import bpy
 
+from ..solver import known_compiled_status
 from . import forest
 from .operators import up_to_date
 from .properties import settings_owner
@@ -83,6 +84,9 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         sc = context.scene.stiff_rods
         box = layout.box()
         box.label(text="Solver")
+        known = known_compiled_status()  # (not loaded before the first Convert/Simulate/Bake: no compiling in draw)
+        if known is not None:
+            box.label(text=known[1], icon="CHECKMARK" if known[0] else "ERROR")
         box.prop(sc, "substeps")
         box.prop(sc, "iterations")
         box.prop(sc, "live_iterations")

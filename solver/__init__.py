@@ -55,6 +55,7 @@ from .core import StepReport as StepReport
 from .core import TreeKKT as TreeKKT
 from .core import compiled_status as compiled_status
 from .core import cross_section_moments as cross_section_moments
+from .core import known_compiled_status as known_compiled_status
 from .core import prepare_compiled as prepare_compiled
 from .core import rod_from_polyline as rod_from_polyline
 from .core import set_compiled_cache as set_compiled_cache

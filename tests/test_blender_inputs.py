@@ -77,6 +77,15 @@ def is_refusal(r, *phrases):
 
 # ------------------------------------------------------------------ issue items
 @BOTH
+def test_first_convert_prepares_the_compiled_solver_in_the_profile(request, blender):
+    r = get(request, blender, "solver_prepared")
+    assert r["outcome"] == ["FINISHED"]
+    assert "Info: Stiff Rods: preparing the solver…" in r["info"], r["info"]
+    assert r["status"][0] and r["status"][1].startswith("compiled solver active (numba "), r["status"]
+    assert r["cache"] and "profile" in r["cache"], r["cache"]  # the add-on's folder in the test's profile
+
+
+@BOTH
 def test_simulate_rebuilds_a_stale_model(request, blender):
     r = get(request, blender, "stale_model")
     assert r["convert"] == ["FINISHED"] and r["segments_converted"] == 21  # 2 m rope, 0.1 m segments + anchor

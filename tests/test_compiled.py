@@ -36,8 +36,6 @@ def sapling(preset: str, leaves: bool) -> RodModel:
 def both(model: RodModel, seconds: float = 1.0, setup=None, **options) -> tuple[Simulator, Simulator]:
     """The numpy and the compiled Simulator of ``model`` after ``seconds``, stepped in turn."""
     sims = tuple(Simulator(model, compiled=flag, **options) for flag in (False, True))
-    if model.has_masked_rows and not sims[1].compiled:  # a Simulator that still sends joint kinds to numpy
-        sims[1]._compiled = compiled.kernels() is not None
     for sim in sims:
         if setup is not None:
             setup(sim)

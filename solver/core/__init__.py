@@ -11,6 +11,7 @@ works (``compiled_status``), with the numpy solvers as the reference and fallbac
 """
 
 from .compiled import compiled_status
+from .compiled import known_status as known_compiled_status
 from .compiled import prepare as prepare_compiled
 from .compiled import set_cache_dir as set_compiled_cache
 from .fracture import RUPTURE_STRAIN, Fracture
@@ -47,6 +48,7 @@ __all__ = [
     "Fracture",
     "RUPTURE_STRAIN",
     "compiled_status",
+    "known_compiled_status",
     "prepare_compiled",
     "set_compiled_cache",
 ]

@@ -132,6 +132,12 @@ def compiled_status() -> tuple[bool, str]:
     return _state["status"]
 
 
+def known_status() -> tuple[bool, str] | None:
+    """:func:`compiled_status` if the kernels were loaded (or found missing) already, else None: for a user
+    interface that must not compile while it draws."""
+    return _state["status"]
+
+
 def prepare(notify=None) -> tuple[bool, str]:
     """Load the compiled kernels now; if they are not in the disk cache yet (the first run after an install,
     with the cache folder of :func:`set_cache_dir` or ``NUMBA_CACHE_DIR``), call ``notify(PREPARING)`` before

@@ -132,7 +132,7 @@ class JointArrays:
     @property
     def has_masked_rows(self) -> bool:
         """Whether any joint drops a row (ball, hinge, rail) or states its position rows in a segment frame
-        (rail, physical stretch): the compiled kernels handle neither (the Simulator uses the numpy solvers)."""
+        (rail, physical stretch); the numpy and the compiled solvers both handle them."""
         return bool(np.any(self.row_mask == 0.0) or np.any(self.framed))
 
     def _derive(self, orientations: np.ndarray) -> None:

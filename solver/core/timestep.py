@@ -20,7 +20,6 @@ from .loop_closing import LoopClosingConstraints
 from .model import RodModel
 
 log = logging.getLogger("solver.timestep")
-_MASKED_LOGGED = False  # the numpy fallback for joint kinds is logged once per process
 
 ForceField = Callable[["Simulator"], tuple]
 KinematicDriver = Callable[[float], tuple]
@@ -112,12 +111,11 @@ class Simulator:
     angular velocity, 0 for none; ``kinematic``: optional ``f(t) -> (positions (k, 3), orientations
     (k, 4))`` for the k pinned segments in index order, to drive them; ``compiled``: run the KKT Newton
     iterations with the compiled kernels (:mod:`solver.core.compiled`; None: whenever numba works, else the
-    numpy solvers; False: the numpy solvers). A model with ball, hinge or rail joints or physical stretch
-    (``model.has_masked_rows``) runs on the numpy solvers (the kernels hold every joint's six rows in the
-    world frame), logged once. ``integrator``: ``"euler"`` (XPBD's implicit Euler step, Macklin et al. 2016;
-    first order, it damps a mode of frequency ω by ζ ≈ ωΔt/2) or ``"bdf2"`` (the two-step backward
-    differentiation formula, second order, A- and L-stable: numerical damping ζ ≈ (ωΔt)³/4, so a pendulum
-    at Δt = 1/240 s keeps 99.4 % of its swing over 100 periods where Euler keeps 0.4 %; see
+    numpy solvers; False: the numpy solvers), every joint kind included. ``integrator``: ``"euler"`` (XPBD's
+    implicit Euler step, Macklin et al. 2016; first order, it damps a mode of frequency ω by ζ ≈ ωΔt/2) or
+    ``"bdf2"`` (the two-step backward differentiation formula, second order, A- and L-stable: numerical
+    damping ζ ≈ (ωΔt)³/4, so a pendulum at Δt = 1/240 s keeps 99.4 % of its swing over 100 periods where
+    Euler keeps 0.4 %; see
     :meth:`begin_step`). Both solve one implicit stage per step with the same Newton iterations and KKT
     factorisation; the static equilibrium is the same for every Δt and iteration count. :meth:`set_damping_ratio`
     sets ``damping`` from a damping ratio at a mode's frequency.
@@ -310,13 +308,6 @@ class Simulator:
     @compiled.setter
     def compiled(self, value: bool | None) -> None:
         want = value is None or bool(value)
-        if want and self.model.has_masked_rows:  # ball, hinge, rail joints, physical stretch: numpy solvers
-            global _MASKED_LOGGED
-            if not _MASKED_LOGGED:
-                log.info("Stiff Rods: joints with dropped or framed rows (ball, hinge, rail, physical stretch) "
-                         "run on the numpy solver")  # fmt: skip
-                _MASKED_LOGGED = True
-            want = False
         self._compiled = want and compiled_kkt.kernels() is not None
         if getattr(self, "_kkt", None) is not None:
             self._kkt = None  # the other solver is built on the next iteration

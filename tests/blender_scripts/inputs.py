@@ -197,6 +197,24 @@ def tip_sag(rope_obj, frames=6):
 
 
 # ------------------------------------------------------------------ issue items
+def solver_prepared():
+    """The first Convert in a new profile loads the compiled solver and says it is preparing it (the kernels are
+    compiled into the profile); the panel's Solver box then names the solver in use."""
+    reset()
+    rope()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        outcome = sorted(bpy.ops.stiff_rods.convert())
+    solver = sys.modules[MOD + ".solver"]
+    known = solver.known_compiled_status()
+    return {
+        "outcome": outcome,
+        "info": [line for line in out.getvalue().splitlines() if line.startswith("Info: Stiff Rods")],
+        "status": list(known) if known else None,
+        "cache": os.environ.get("NUMBA_CACHE_DIR"),
+    }
+
+
 def stale_model():
     """Convert a rope, then change one input at a time: the Session that Simulate steps must be rebuilt for each
     (segment count, material, curve, transform, gravity, frame rate, a bone deleted); changing only a setting
@@ -779,6 +797,7 @@ def two_scenes():
 
 
 CASES = (
+    ("solver_prepared", solver_prepared),  # first: the solver is not loaded yet
     ("stale_model", stale_model),
     ("simulate_headless", simulate_headless),
     ("pin_to_own_parts", pin_to_own_parts),
@@ -815,6 +834,7 @@ CASES = (
     ("linked_library", linked_library),
 )
 SAPLING_FREE = {  # the cases the bpy 5 module runs: no Sapling there
+    "solver_prepared",
     "stale_model",
     "simulate_headless",
     "free_after_user_action",
