@@ -70,10 +70,20 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         col.prop(s, "default_radius")
         col.prop(s, "segment_length")
         col.prop(s, "pin_root")
+        if s.pin_root:
+            col.prop(s, "root_joint")
+            if s.root_joint in ("HINGE", "RAIL"):
+                col.prop(s, "root_axis")
         col.prop(s, "rest_shape")
+        col.prop(s, "stretch")
+        if s.stretch == "PHYSICAL":
+            col.prop(s, "shear_coefficient")
         col.prop(s, "use_leaves")
         col.prop(s, "add_bones")
         col.prop(s, "pin_object")
+        col.prop(s, "pin_joint")
+        if s.pin_joint in ("HINGE", "RAIL"):
+            col.prop(s, "pin_axis")
         col.prop(s, "collide")
         col.prop(s, "friction")
         col.prop(s, "self_collision")
@@ -92,6 +102,12 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         box.prop(sc, "live_iterations")
         box.prop(sc, "live_matrix_reuse")
         box.prop(sc, "tolerance")
+        box.prop(sc, "integrator")
+        box.prop(sc, "use_damping_ratio")
+        if sc.use_damping_ratio:
+            row = box.row(align=True)
+            row.prop(sc, "damping_ratio")
+            row.prop(sc, "damping_frequency")
         box.prop(sc, "use_scene_gravity")
         box = layout.box()
         box.label(text="Wind")

@@ -30,6 +30,21 @@ def settings_owner(obj):
     )
 
 
+JOINT_ITEMS = [
+    ("CLAMP", "Clamp", "Holds position and rotation (a welded end)"),
+    ("BALL", "Ball", "Holds the position only: the rod turns freely about the point (a hook, a pivot)"),
+    ("BALL_TWIST_LOCK", "Ball, Twist Locked", "A ball joint that keeps the rod from twisting about its own axis"),
+    ("HINGE", "Hinge", "Turns freely about the Axis only (a door hinge, a pendulum swinging in one plane)"),
+    ("RAIL", "Rail", "A clamp that slides freely along the Axis (a sliding support, a ring on a pole)"),
+]
+AXIS_ITEMS = [
+    ("ROD", "Along Rod", "The rod's own axis where it is held"),
+    ("X", "X", "The world X axis"),
+    ("Y", "Y", "The world Y axis"),
+    ("Z", "Z", "The world Z axis"),
+]
+
+
 def _pin_candidate(settings, obj) -> bool:
     """Pin To offers no part of the tree itself: a tree cannot be held by its own armature, curve or leaves."""
     return obj not in own_parts(settings.id_data)
@@ -115,7 +130,59 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
         unit="LENGTH",
         description="Curves (not Sapling trees) are resampled to segments of about this length",
     )
-    pin_root: BoolProperty(name="Pinned Root", default=True, description="Clamp every root branch at its first point")
+    pin_root: BoolProperty(
+        name="Pinned Root", default=True, description="Hold every root branch at its first point (by the Root Joint)"
+    )
+    root_joint: EnumProperty(
+        name="Root Joint",
+        items=JOINT_ITEMS,
+        default="CLAMP",
+        description="How Pinned Root holds each root branch at its first point",
+    )
+    root_axis: EnumProperty(
+        name="Root Axis",
+        items=AXIS_ITEMS,
+        default="ROD",
+        description="Hinge: the axis it turns about (a world axis across the rod; Along Rod: twist only). "
+        "Rail: the direction it slides along",
+    )
+    pin_joint: EnumProperty(
+        name="Pin Joint",
+        items=JOINT_ITEMS,
+        default="CLAMP",
+        description="How Pin To and the curve's Hook modifiers hold their segment: the joints from the held "
+        "segment to its neighbours are of this kind",
+    )
+    pin_axis: EnumProperty(
+        name="Pin Axis",
+        items=AXIS_ITEMS,
+        default="ROD",
+        description="Rail: the direction the rod slides along. Hinge: the axis it turns about (Along Rod, or a "
+        "world axis within 5° of a section axis of the rod where it is held)",
+    )
+    stretch: EnumProperty(
+        name="Stretch",
+        items=[
+            (
+                "INEXTENSIBLE",
+                "Inextensible",
+                "Segments stay joined end to end (trees, steel wire: stretch far below what shows)",
+            ),
+            (
+                "PHYSICAL",
+                "Physical",
+                "Stretch from E·A and shear from κ·G·A of the material and radius (rubber cords, soft cables)",
+            ),
+        ],
+        default="INEXTENSIBLE",
+    )
+    shear_coefficient: FloatProperty(
+        name="Shear Coefficient κ",
+        default=0.9,
+        min=0.01,
+        max=2.0,
+        description="Timoshenko shear coefficient of the section for Physical stretch (round sections 0.9–1.0)",
+    )
     use_leaves: BoolProperty(
         name="Leaves",
         default=True,
@@ -132,7 +199,17 @@ class StiffRodsObjectSettings(bpy.types.PropertyGroup):
                 "The shape as drawn already carries gravity: the joints start pre-stressed "
                 "and nothing sags when the simulation starts (trees, stiff branches)",
             ),
-            ("STRESS_FREE", "Stress-free", "The shape as drawn carries no load and sags under gravity (ropes, cables)"),
+            (
+                "STRESS_FREE",
+                "As Drawn",
+                "The shape as drawn is stress-free: it carries no load and sags under gravity (ropes, cables)",
+            ),
+            (
+                "STRAIGHT",
+                "Straight",
+                "Curves: the rod is straight at rest and starts from the curve as drawn (a bent rod springs "
+                "straight, an arc hung by its ends becomes a catenary)",
+            ),
         ],
         default="AUTO",
     )
@@ -221,6 +298,40 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         min=0.0,
         precision=9,
         description="Stop iterating when the constraint residual ‖C + α̃λ‖∞ is below this",
+    )
+    integrator: EnumProperty(
+        name="Integrator",
+        items=[
+            ("EULER", "Euler", "Implicit Euler (XPBD): first order, damps a mode of frequency f by about π f Δt"),
+            (
+                "BDF2",
+                "BDF2",
+                "Second order (two-step backward differentiation): keeps a swing's energy, so the damping is "
+                "the one you set, whatever the substeps",
+            ),
+        ],
+        default="EULER",
+    )
+    use_damping_ratio: BoolProperty(
+        name="Damping Ratio",
+        default=False,
+        description="Damp every object by a damping ratio at a mode's frequency instead of its Damping (1/s); "
+        "the integrator's own damping included",
+    )
+    damping_ratio: FloatProperty(
+        name="Ratio ζ",
+        default=0.05,
+        min=0.0,
+        max=2.0,
+        description="Damping ratio of the mode at Mode Frequency (0.05: 5 % of critical)",
+    )
+    damping_frequency: FloatProperty(
+        name="Mode Frequency (Hz)",
+        default=1.0,
+        min=1e-3,
+        soft_max=50.0,
+        description="Frequency of the mode that gets the Damping Ratio, e.g. a tree's first sway mode; "
+        "lower modes are damped more, higher ones less",
     )
     use_scene_gravity: BoolProperty(
         name="Scene Gravity", default=True, description="Use the scene's gravity (Scene Properties > Gravity)"

@@ -16,7 +16,7 @@ import typing
 import bpy
 import numpy as np
 
-from ..solver import Simulator
+from ..solver import JOINT_KINDS, Simulator
 from ..solver.build.binding import bind_points, carried_points, nearest_segments
 from ..solver.build.leaves import leaf_frames
 from ..solver.build.prestress import gravity_prestress
@@ -58,6 +58,8 @@ class Session:
             obj, default_radius=settings.default_radius, segment_length=settings.segment_length, unit=self.unit
         )
         youngs, torsion, density = material(settings)
+        self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
+        _refuse_combinations(obj, settings, ss, src)
         model, self.branch_map = tree_from_branches(
             src.branches,
             parents=src.parents,
@@ -65,17 +67,18 @@ class Session:
             torsion_modulus=torsion,
             density=density,
             pin_roots=settings.pin_root,
+            root_joint=settings.root_joint.lower(),
+            root_axis=WORLD_AXES[settings.root_axis],
+            stretch=settings.stretch.lower(),
+            shear_coefficient=settings.shear_coefficient,
+            rest="straight" if settings.rest_shape == "STRAIGHT" else None,
         )
         self.source = src
         self.material = (youngs, torsion, density)
-        self.rod_model, self.pin_root = settings.rod_model, settings.pin_root
+        self.integrator = ss.integrator.lower()
+        self.damping_ratio = (ss.damping_ratio, ss.damping_frequency) if ss.use_damping_ratio else None
         self.add_bones = settings.add_bones
         self.rupture_strain = 0.01 * settings.rupture_strain if settings.use_fracture else None
-        if self.rod_model in SEED_MODELS and src.armature is not None:
-            raise ValueError(
-                f"Rod Model '{SEED_MODELS[self.rod_model]}' simulates curves, one rod per spline; "
-                "a Sapling tree needs a Stiff Rods model"
-            )
         self.leaf_mesh: reader.LeafMesh | None = None
         if settings.use_leaves and src.armature is not None and src.leaves is not None:
             model = self._attach_leaves(model, src)
@@ -265,7 +268,13 @@ class Session:
             damping=self.damping,
             solver="gs" if self.rod_model == "STIFF_GS" else "kkt",
             kinematic=self.pins.driver if self.pins.driven or self.pins.carried else None,
+            integrator=self.integrator,
         )
+        if self.damping_ratio is not None:
+            try:
+                sim.set_damping_ratio(*self.damping_ratio)
+            except ValueError as exc:
+                raise ValueError(f"'{self.owner_name}': Damping Ratio: {exc}") from None
         sim.factor_reuse = self.factor_reuse
         if self.wind is not None:
             sim.force_fields.append(self.wind.drag(self.model, self.drag_coefficient))
@@ -540,7 +549,7 @@ class PinSet:
         segs = [int(nearest_segments(p[None], m.positions, m.orientations, m.lengths)[0]) for _, p in targets]
         pinned = m.pinned.copy()
         pinned[segs] = True
-        self.model = m.copy_with(pinned=pinned) if segs else m
+        self.model = _pin_joints(m, pinned, segs, self.settings) if segs else m
         self.objects = [o for o, _ in targets]
         self.segments = np.array(segs, dtype=np.int64)
         order = np.flatnonzero(pinned)  # the simulator's kinematic order
@@ -594,6 +603,82 @@ class PinSet:
 
     def driver(self, t: float):
         return self._frames.at(t)
+
+
+WORLD_AXES = {"ROD": None, "X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+PIN_HINGE_TOLERANCE = np.radians(5.0)  # a Pin Joint hinge's world axis to the held rod's nearest section axis
+
+
+def _refuse_combinations(obj, settings, ss, src) -> None:
+    """ValueError naming the settings that cannot go together (before anything is built)."""
+    if settings.rod_model in SEED_MODELS:
+        name = SEED_MODELS[settings.rod_model]
+        if src.armature is not None:
+            raise ValueError(
+                f"Rod Model '{name}' simulates curves, one rod per spline; a Sapling tree needs a Stiff Rods model"
+            )
+        chosen = [
+            label
+            for label, on in (
+                (f"Root Joint '{settings.root_joint.title()}'", settings.pin_root and settings.root_joint != "CLAMP"),
+                ("Stretch 'Physical'", settings.stretch == "PHYSICAL"),
+                ("Rest Shape 'Straight'", settings.rest_shape == "STRAIGHT"),
+                ("Integrator 'BDF2'", ss.integrator == "BDF2"),
+                ("Damping Ratio", ss.use_damping_ratio),
+            )
+            if on
+        ]
+        if chosen:
+            raise ValueError(
+                f"'{obj.name}': Rod Model '{name}' clamps its root and steps by its own scheme: {', '.join(chosen)} "
+                "need a Stiff Rods model"
+            )
+    if settings.rest_shape == "STRAIGHT" and src.armature is not None:
+        raise ValueError(f"'{obj.name}': Rest Shape 'Straight' is for curves; a Sapling tree rests as grown")
+
+
+def _pin_joints(model, pinned, segs, settings):
+    """``model`` with the segments ``segs`` pinned (by Pin To and hooks) and their joints to free neighbours of
+    the kind ``Pin Joint``; the rest Darboux vectors kept (a Straight rest shape stays straight)."""
+    kind = getattr(settings, "pin_joint", "CLAMP")
+    changes: dict = {"pinned": pinned}
+    if kind != "CLAMP":
+        arrays = model.input_joint_arrays()
+        jp, jc = arrays["joint_parent"], arrays["joint_child"]
+        held = np.zeros(model.n_segments, bool)
+        held[segs] = True
+        at = np.flatnonzero((held[jp] & ~pinned[jc]) | (held[jc] & ~pinned[jp]))
+        kinds = np.array(arrays.get("joint_kind", np.zeros(jp.size, np.int64)))
+        axes = np.array(arrays.get("joint_axis", np.tile([0.0, 0.0, 1.0], (jp.size, 1))))
+        kinds[at] = JOINT_KINDS.index(kind.lower())
+        world = WORLD_AXES[getattr(settings, "pin_axis", "ROD")]
+        for j in at:
+            axes[j] = _pin_axis(kind, world, model.orientations[jp[j]], model.orientations[jc[j]])
+        changes.update(joint_kind=kinds, joint_axis=axes)
+    new = model.copy_with(**changes)
+    same = new.n_joints == model.n_joints and np.array_equal(new.joint_input_index, model.joint_input_index)
+    return new.with_rest_darboux(model.rest_darboux) if same else new
+
+
+def _pin_axis(kind: str, world, parent_q, child_q) -> np.ndarray:
+    """``joint_axis`` of a pin joint: a rail's world direction in the parent's frame; a hinge's section axis of
+    the child within PIN_HINGE_TOLERANCE of the world axis (else ValueError); along the rod when ``world`` is
+    None."""
+    if world is None or kind not in ("RAIL", "HINGE"):
+        return np.array([0.0, 0.0, 1.0])
+    if kind == "RAIL":
+        return quat.rotate_inverse(parent_q, np.asarray(world, float))
+    local = quat.rotate_inverse(child_q, np.asarray(world, float))
+    i = int(np.argmax(np.abs(local)))
+    angle = float(np.arccos(min(1.0, abs(local[i]))))
+    if angle > PIN_HINGE_TOLERANCE:
+        raise ValueError(
+            f"Pin Joint 'Hinge': the world axis is {np.degrees(angle):.0f}° from every section axis of the rod "
+            "where it is held; choose the axis nearer the rod's own frame, Along Rod, or a Ball joint"
+        )
+    out = np.zeros(3)
+    out[i] = 1.0
+    return out
 
 
 def _hook_targets(curve, unit: float):

@@ -14,7 +14,14 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..core import quaternion as quat
-from ..core.model import DEFAULT_SHEAR_COEFFICIENT, DEFAULT_STRETCH_COMPLIANCE, RodModel, _cumulative_left_product
+from ..core.model import (
+    DEFAULT_SHEAR_COEFFICIENT,
+    DEFAULT_STRETCH_COMPLIANCE,
+    JOINT_KINDS,
+    STRETCH_MODES,
+    RodModel,
+    _cumulative_left_product,
+)
 
 
 @dataclass
@@ -35,6 +42,33 @@ def _frames(points: np.ndarray) -> np.ndarray:
     q0 = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), d[0])
     transport = quat.from_two_vectors(d[:-1], d[1:]) if d.shape[0] > 1 else np.zeros((0, 4))
     return quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
+
+
+def _turn_to_hinge(q: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """A branch's frames ``q`` turned about their own axes alike, so that the first one's d1 is ``axis``'s
+    component across it (unchanged when ``axis`` is along it)."""
+    d = quat.rotate(q[0], np.array([0.0, 0.0, 1.0]))
+    across = axis - np.dot(axis, d) * d
+    if np.linalg.norm(across) < 1e-6:
+        return q
+    x = quat.rotate(q[0], np.array([1.0, 0.0, 0.0]))
+    angle = np.arctan2(np.dot(np.cross(x, across), d), np.dot(x, across))
+    turn = np.array([np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2)])
+    return quat.normalize(quat.multiply(q, np.broadcast_to(turn, q.shape)))
+
+
+def _root_joint_axis(kind: str, axis, frame) -> np.ndarray:
+    """``joint_axis`` of a root joint: a rail's direction in the anchor's frame ``frame``; a hinge's section axis
+    of the first segment (whose frame :func:`_turn_to_hinge` turned to it): d1 across the rod, d3 along it."""
+    if axis is None:
+        return np.array([0.0, 0.0, 1.0])
+    if kind == "rail":
+        return quat.rotate_inverse(frame, axis)
+    if kind == "hinge":
+        d = quat.rotate(frame, np.array([0.0, 0.0, 1.0]))
+        across = np.linalg.norm(axis - np.dot(axis, d) * d)
+        return np.array([1.0, 0.0, 0.0]) if across >= 1e-6 else np.array([0.0, 0.0, 1.0])
+    return np.array([0.0, 0.0, 1.0])
 
 
 def _as_branches(branches):
@@ -98,15 +132,42 @@ def tree_from_branches(
     parents=None,
     pin_roots: bool = True,
     stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
+    root_joint: str = "clamp",
+    root_axis=None,
+    stretch: str = "inextensible",
+    shear_coefficient: float = DEFAULT_SHEAR_COEFFICIENT,
+    rest=None,
 ):
     """A :class:`RodModel` and :class:`BranchMap` from ``branches`` = list of ``(points (K, 3) [m],
     radii (K,) [m])``.
 
     ``parents``: optional list with ``(parent branch, parent span)`` or ``None`` per branch; where
     ``None`` (or no list), :func:`find_parent_spans` decides. Branches whose parent is not found are roots; with
-    ``pin_roots`` each root is clamped at its first point by a pinned anchor segment (the clamp's
-    Darboux length is half a segment, as for a clamped beam).
+    ``pin_roots`` each root is held at its first point by a pinned anchor segment (the joint's Darboux length is
+    half a segment, as for a clamped beam), jointed by ``root_joint``, a kind of :data:`JOINT_KINDS`
+    (``"clamp"``, ``"ball"``, ``"ball_twist_lock"``, ``"hinge"``, ``"rail"``). ``root_axis``: a world direction
+    (3,), or None for the root span's own axis: the rail's direction, or the hinge's axis (the branch's material
+    frames are turned about its axis so that their d1 is the given axis's component across the first span; an
+    axis along the span makes a twist hinge).
+
+    ``stretch``: ``"inextensible"`` (``stretch_compliance`` [m/N] in every position row, for trees) or
+    ``"physical"`` (stretch ``l/(E A)``, shear ``l/(κ G A)``, κ = ``shear_coefficient``), as in
+    :func:`solver.core.model.rod_from_polyline`. ``rest``: None (the rest shape is the drawn pose) or
+    ``"straight"`` (the joints along a branch and to its root anchor are straight at rest; junctions keep the
+    drawn angle of a branch to its parent).
     """
+    if root_joint not in JOINT_KINDS:
+        raise ValueError(f"root_joint: {root_joint!r} is not a joint kind; use one of {', '.join(JOINT_KINDS)}")
+    if stretch not in STRETCH_MODES:
+        raise ValueError(f"stretch must be one of {STRETCH_MODES}, got {stretch!r}")
+    if rest not in (None, "straight"):
+        raise ValueError(f"rest must be None or 'straight', got {rest!r}")
+    axis_world = None
+    if root_axis is not None:
+        axis_world = np.asarray(root_axis, float).reshape(3)
+        if not (np.all(np.isfinite(axis_world)) and np.linalg.norm(axis_world) > 1e-12):
+            raise ValueError(f"root_axis must be a finite non-zero direction, got {axis_world.tolist()}")
+        axis_world = axis_world / np.linalg.norm(axis_world)
     branches = _as_branches(branches)
     for b, (p, r) in enumerate(branches):
         if p.ndim != 2 or p.shape[1] != 3 or p.shape[0] < 2:
@@ -144,9 +205,14 @@ def tree_from_branches(
     jl: list[np.ndarray | list] = []
     span_segment = []
     anchors = []
+    along: list[np.ndarray | list] = []  # per joint: straight at rest with rest="straight" (not a junction)
+    root_joints, root_axes = [], []  # input index and axis (anchor or child frame) of each root joint
+    m = 0  # joints so far
     n = 0
-    for p, r in branches:
+    for b, (p, r) in enumerate(branches):
         q = _frames(p)
+        if root_joint == "hinge" and axis_world is not None and parent_of[b] is None and pin_roots:
+            q = _turn_to_hinge(q, axis_world)
         seg_len = np.linalg.norm(np.diff(p, axis=0), axis=1)
         k = seg_len.size
         idx = n + np.arange(k)
@@ -164,6 +230,8 @@ def tree_from_branches(
             pc.append(np.stack((np.zeros(k - 1), np.zeros(k - 1), -0.5 * seg_len[1:]), 1))
             jr.append(r[1:-1])
             jl.append(0.5 * (seg_len[:-1] + seg_len[1:]))
+            along.append(np.ones(k - 1, bool))
+            m += k - 1
     for b, (p, r) in enumerate(branches):
         first = span_segment[b][0]
         l0 = length[b][0]
@@ -183,6 +251,8 @@ def tree_from_branches(
             # the junction stands for the child's first half segment (the parent bends at its own joints)
             jr.append([r[0]])
             jl.append([0.5 * l0])
+            along.append([False])
+            m += 1
         elif pin_roots:
             d = quat.rotate(ori[b][0], np.array([0.0, 0.0, 1.0]))
             pos.append((p[0] - 0.5 * l0 * d)[None])
@@ -197,8 +267,16 @@ def tree_from_branches(
             pc.append(child_local)
             jr.append([r[0]])
             jl.append([0.5 * l0])
+            along.append([True])
+            root_joints.append(m)
+            root_axes.append(_root_joint_axis(root_joint, axis_world, ori[b][0]))
+            m += 1
             n += 1
     cat = np.concatenate
+    kinds = ["clamp"] * m
+    axes = np.tile([0.0, 0.0, 1.0], (m, 1))
+    for j, a in zip(root_joints, root_axes, strict=True):
+        kinds[j], axes[j] = root_joint, a
     model = RodModel.from_arrays(
         cat(pos),
         cat(ori),
@@ -214,8 +292,17 @@ def tree_from_branches(
         youngs_modulus=youngs_modulus,
         torsion_modulus=torsion_modulus,
         stretch_compliance=stretch_compliance,
+        joint_kind=kinds if m else "clamp",
+        joint_axis=axes if m else None,
+        physical_stretch=stretch == "physical",
+        shear_coefficient=shear_coefficient,
         pinned=cat(pinned),
     )
+    if rest == "straight" and m:
+        straight = cat(along).astype(bool)[model.joint_input_index]
+        darboux = model.rest_darboux.copy()
+        darboux[straight] = (1.0, 0.0, 0.0, 0.0)
+        model = model.with_rest_darboux(darboux)
     return model, BranchMap(span_segment, parent_of, np.asarray(anchors, dtype=np.int64))
 
 
