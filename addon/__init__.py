@@ -17,9 +17,17 @@ from . import operators, panel, properties
 classes = properties.classes + operators.classes + panel.classes
 
 
+KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"
+
+
 def kernel_cache_folder() -> str:
-    """Where numba keeps the compiled solver: the extension's per-user folder (Blender 4.2+), else the user's
-    datafiles folder (legacy add-on), so kernels are compiled once per install, not at every start."""
+    """Where numba keeps the compiled solver: ``$STIFF_RODS_KERNEL_CACHE`` if set (a run that must not write into
+    the Blender profile, e.g. ``tools/bake_headless.py``), else the extension's per-user folder (Blender 4.2+),
+    else the user's datafiles folder (legacy add-on), so kernels are compiled once per install, not at every
+    start."""
+    if os.environ.get(KERNEL_CACHE_ENV):
+        os.makedirs(os.environ[KERNEL_CACHE_ENV], exist_ok=True)
+        return os.environ[KERNEL_CACHE_ENV]
     extension = (__package__ or "").rpartition(".")[0]
     if extension.startswith("bl_ext.") and hasattr(bpy.utils, "extension_path_user"):
         return bpy.utils.extension_path_user(extension, path="kernels", create=True)

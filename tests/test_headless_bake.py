@@ -178,6 +178,8 @@ def test_readme_command_bakes_without_touching_the_blender_profile(legacy_dist, 
     check_output(proc, work, out_name, tmp, baseline)
     assert f"Read blend: {work / 'sample_blends'}" in proc.stdout, "Blender did not run in the working folder"
     assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"
+    # the compiled solver ran, its kernels kept in the user's cache folder for the next run
+    assert list((home / ".cache" / "stiff_rods" / "kernels").rglob("*.nbi")), "no compiled kernels were cached"
 
 
 def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path):

@@ -44,6 +44,7 @@ USER_DIRS = {
     "BLENDER_USER_EXTENSIONS": "extensions",
 }
 # Lines of Blender's own output about steps this script takes for the user (saving, installing).
+KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"  # read by the add-on at register
 QUIET_PREFIXES = ("Info: ", "addon_utils.disable: ", "Modules Installed ", "STATUS ")
 
 
@@ -152,6 +153,9 @@ def enable_legacy(bpy, zip_path, folder):
     import addon_utils
 
     addons = os.path.join(folder, "addons")
+    # the compiled solver's cache goes to the user's cache folder, not the Blender profile, and is kept between runs
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    os.environ.setdefault(KERNEL_CACHE_ENV, os.path.join(cache_home, "stiff_rods", "kernels"))
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(addons)
     mod = sys.modules.get(PACKAGE)

@@ -9,9 +9,11 @@ its unknowns are found. A node's pivot pulls the updates of its children (a CSR 
 cleared per iteration.
 
 Pivots: a segment's is positive definite (its mass plus the articulated inertia beyond it), a joint's
-negative definite (−α̃ minus the compliance beyond it): each is factored as ``s D = L Lᵀ`` with its sign s
-(Cholesky, backward stable). With ``W = L⁻¹ G`` (G = −H[node, parent], a Jacobian block or its transpose)
-the parent's pivot loses ``s WᵀW`` and the solve needs only L and W: G is overwritten by W.
+negative definite (−α̃ minus the compliance beyond it): each is factored as ``s D = L Δ Lᵀ`` with its sign s
+(L unit lower, Δ > 0: no square roots on the chain of dependent pivots). With ``V = L⁻¹ G`` (G = −H[node,
+parent], a Jacobian block or its transpose) the parent's pivot loses ``s Vᵀ Δ⁻¹ V`` and the solve needs only
+L, Δ⁻¹ and V: G is overwritten by V. The pivot's arithmetic is written out on scalars (a 6×6 symmetric
+block: 21 entries) so that it stays in registers.
 
 Kernels return 0 on success, or 1 + the elimination position of a pivot that is not definite with its sign.
 """
@@ -203,109 +205,153 @@ def evaluate_joints(
 
 
 @nb.njit(**_JIT)
-def _pull(k, sign, child_ptr, child_pos, w, t, d, r, with_pivot):
-    """Subtract the children's Schur updates ``s_c W_cᵀ W_c`` from the pivot ``d`` (lower triangle) and add
-    ``s_c W_cᵀ t_c`` to the right-hand side ``r``."""
+def _pull_rhs(k, sign, child_ptr, child_pos, w, lower, t, r):
+    """Add the children's ``s_c V_cᵀ Δ_c⁻¹ t_c`` to the right-hand side ``r``."""
     for ci in range(child_ptr[k], child_ptr[k + 1]):
         c = child_pos[ci]
         sc = sign[c]
-        for i in range(6):
-            acc = 0.0
-            for h in range(6):
-                acc += w[c, h, i] * t[c, h]
-            r[i] += sc * acc
-        if with_pivot:
+        for h in range(6):
+            th = sc * lower[c, h * (h + 3) // 2] * t[c, h]
             for i in range(6):
-                for j in range(i + 1):
-                    acc = 0.0
-                    for h in range(6):
-                        acc += w[c, h, i] * w[c, h, j]
-                    d[i, j] -= sc * acc
-
-
-@nb.njit(**_JIT)
-def _forward(lk, r, out):
-    """``out = L⁻¹ r`` (L lower, its diagonal stored inverted)."""
-    for i in range(6):
-        s = r[i]
-        for h in range(i):
-            s -= lk[i, h] * out[h]
-        out[i] = s * lk[i, i]
-
-
-@nb.njit(**_JIT)
-def _backward(lk, u, sign, out):
-    """``out = sign · L⁻ᵀ u``."""
-    for i in range(5, -1, -1):
-        s = u[i]
-        for h in range(i + 1, 6):
-            s -= lk[h, i] * out[h]
-        out[i] = s * lk[i, i]
-    for i in range(6):
-        out[i] *= sign
+                r[i] += w[c, h, i] * th
 
 
 @nb.njit(**_JIT)
 def factor_forward(
     sign, node_index, parent_pos, child_ptr, child_pos, mass_diag, alpha, rhs_seg, rhs_joint, w, lower, t
 ):  # fmt: skip
-    """Block LDLᵀ in elimination order with the forward substitution: ``lower`` (N, 6, 6) gets each pivot's
-    Cholesky factor (lower triangle, diagonal inverted), ``w`` (N, 6, 6) its block G (written by
-    :func:`evaluate_joints`) turned into W = L⁻¹ G, ``t`` (N, 6) the forward-substituted right-hand side.
-    ``rhs_seg`` may have 0 rows (zero). A segment without children keeps its diagonal mass as pivot."""
+    """Block LDLᵀ in elimination order with the forward substitution. Per node, ``s D = L Δ Lᵀ`` (L unit lower,
+    Δ positive diagonal): ``lower`` (N, 21) gets L's lower triangle packed by rows with Δ⁻¹ on the diagonal,
+    ``w`` (N, 6, 6) its block G (written by :func:`evaluate_joints`) turned into V = L⁻¹ G, ``t`` (N, 6) the
+    forward-substituted right-hand side L⁻¹ r. ``rhs_seg`` may have 0 rows (zero). A segment without children
+    keeps its diagonal mass as pivot (L = I, V = G)."""
     n = sign.shape[0]
-    d = np.empty((6, 6))
-    r = np.empty(6)
     has_seg_rhs = rhs_seg.shape[0] > 0
     for k in range(n):
         s = sign[k]
         idx = node_index[k]
-        if s > 0.0 and child_ptr[k] == child_ptr[k + 1]:  # a diagonal pivot: L = M^½
+        if s > 0.0 and child_ptr[k] == child_ptr[k + 1]:  # a diagonal pivot
+            for i in range(21):
+                lower[k, i] = 0.0
             for i in range(6):
-                inv = 1.0 / np.sqrt(mass_diag[idx, i])
-                lower[k, i, i] = inv
-                t[k, i] = rhs_seg[idx, i] * inv if has_seg_rhs else 0.0
-                if parent_pos[k] >= 0:
-                    for col in range(6):
-                        w[k, i, col] *= inv
+                lower[k, i * (i + 3) // 2] = 1.0 / mass_diag[idx, i]
+                t[k, i] = rhs_seg[idx, i] if has_seg_rhs else 0.0
             continue
-        for i in range(6):
-            for j in range(i + 1):
-                d[i, j] = 0.0
+        d10 = d20 = d21 = d30 = d31 = d32 = d40 = d41 = d42 = d43 = d50 = d51 = d52 = d53 = d54 = 0.0
         if s > 0.0:
-            for i in range(6):
-                d[i, i] = mass_diag[idx, i]
-                r[i] = rhs_seg[idx, i] if has_seg_rhs else 0.0
+            d00, d11, d22 = mass_diag[idx, 0], mass_diag[idx, 1], mass_diag[idx, 2]
+            d33, d44, d55 = mass_diag[idx, 3], mass_diag[idx, 4], mass_diag[idx, 5]
+            if has_seg_rhs:
+                r0, r1, r2 = rhs_seg[idx, 0], rhs_seg[idx, 1], rhs_seg[idx, 2]
+                r3, r4, r5 = rhs_seg[idx, 3], rhs_seg[idx, 4], rhs_seg[idx, 5]
+            else:
+                r0 = r1 = r2 = r3 = r4 = r5 = 0.0
         else:
-            for i in range(6):
-                d[i, i] = -alpha[idx, i]
-                r[i] = rhs_joint[idx, i]
-        _pull(k, sign, child_ptr, child_pos, w, t, d, r, True)
-        for j in range(6):  # Cholesky of s·D, the diagonal stored inverted
-            acc = s * d[j, j]
-            for h in range(j):
-                acc -= lower[k, j, h] * lower[k, j, h]
-            if not acc > 0.0:
-                return k + 1
-            inv = 1.0 / np.sqrt(acc)
-            lower[k, j, j] = inv
-            for i in range(j + 1, 6):
-                acc = s * d[i, j]
-                for h in range(j):
-                    acc -= lower[k, i, h] * lower[k, j, h]
-                lower[k, i, j] = acc * inv
-        for i in range(6):  # t = L⁻¹ r
-            acc = r[i]
-            for h in range(i):
-                acc -= lower[k, i, h] * t[k, h]
-            t[k, i] = acc * lower[k, i, i]
-        if parent_pos[k] >= 0:
-            for i in range(6):  # W = L⁻¹ G in place, row by row
-                for col in range(6):
-                    acc = w[k, i, col]
-                    for h in range(i):
-                        acc -= lower[k, i, h] * w[k, h, col]
-                    w[k, i, col] = acc * lower[k, i, i]
+            d00, d11, d22 = -alpha[idx, 0], -alpha[idx, 1], -alpha[idx, 2]
+            d33, d44, d55 = -alpha[idx, 3], -alpha[idx, 4], -alpha[idx, 5]
+            r0, r1, r2 = rhs_joint[idx, 0], rhs_joint[idx, 1], rhs_joint[idx, 2]
+            r3, r4, r5 = rhs_joint[idx, 3], rhs_joint[idx, 4], rhs_joint[idx, 5]
+        for ci in range(child_ptr[k], child_ptr[k + 1]):  # the children's Schur updates s_c V_cᵀ Δ_c⁻¹ V_c
+            c = child_pos[ci]
+            sc = sign[c]
+            for h in range(6):
+                a0, a1, a2, a3, a4, a5 = w[c, h, 0], w[c, h, 1], w[c, h, 2], w[c, h, 3], w[c, h, 4], w[c, h, 5]
+                eh = sc * lower[c, h * (h + 3) // 2]
+                th = eh * t[c, h]
+                r0 += a0 * th
+                r1 += a1 * th
+                r2 += a2 * th
+                r3 += a3 * th
+                r4 += a4 * th
+                r5 += a5 * th
+                b0, b1, b2, b3, b4, b5 = eh * a0, eh * a1, eh * a2, eh * a3, eh * a4, eh * a5
+                d00 = d00 - b0 * a0
+                d10, d11 = d10 - b1 * a0, d11 - b1 * a1
+                d20, d21, d22 = d20 - b2 * a0, d21 - b2 * a1, d22 - b2 * a2
+                d30, d31, d32, d33 = d30 - b3 * a0, d31 - b3 * a1, d32 - b3 * a2, d33 - b3 * a3
+                d40, d41, d42, d43, d44 = d40 - b4 * a0, d41 - b4 * a1, d42 - b4 * a2, d43 - b4 * a3, d44 - b4 * a4
+                d50, d51, d52 = d50 - b5 * a0, d51 - b5 * a1, d52 - b5 * a2
+                d53, d54, d55 = d53 - b5 * a3, d54 - b5 * a4, d55 - b5 * a5
+        # s·D = L Δ Lᵀ, column by column (u = L Δ below the diagonal)
+        p0 = s * d00
+        if not p0 > 0.0:
+            return k + 1
+        q0 = 1.0 / p0
+        u10 = s * d10
+        l10 = u10 * q0
+        u20 = s * d20
+        l20 = u20 * q0
+        u30 = s * d30
+        l30 = u30 * q0
+        u40 = s * d40
+        l40 = u40 * q0
+        u50 = s * d50
+        l50 = u50 * q0
+        p1 = s * d11 - u10 * l10
+        if not p1 > 0.0:
+            return k + 1
+        q1 = 1.0 / p1
+        u21 = s * d21 - u20 * l10
+        l21 = u21 * q1
+        u31 = s * d31 - u30 * l10
+        l31 = u31 * q1
+        u41 = s * d41 - u40 * l10
+        l41 = u41 * q1
+        u51 = s * d51 - u50 * l10
+        l51 = u51 * q1
+        p2 = s * d22 - u20 * l20 - u21 * l21
+        if not p2 > 0.0:
+            return k + 1
+        q2 = 1.0 / p2
+        u32 = s * d32 - u30 * l20 - u31 * l21
+        l32 = u32 * q2
+        u42 = s * d42 - u40 * l20 - u41 * l21
+        l42 = u42 * q2
+        u52 = s * d52 - u50 * l20 - u51 * l21
+        l52 = u52 * q2
+        p3 = s * d33 - u30 * l30 - u31 * l31 - u32 * l32
+        if not p3 > 0.0:
+            return k + 1
+        q3 = 1.0 / p3
+        u43 = s * d43 - u40 * l30 - u41 * l31 - u42 * l32
+        l43 = u43 * q3
+        u53 = s * d53 - u50 * l30 - u51 * l31 - u52 * l32
+        l53 = u53 * q3
+        p4 = s * d44 - u40 * l40 - u41 * l41 - u42 * l42 - u43 * l43
+        if not p4 > 0.0:
+            return k + 1
+        q4 = 1.0 / p4
+        u54 = s * d54 - u50 * l40 - u51 * l41 - u52 * l42 - u53 * l43
+        l54 = u54 * q4
+        p5 = s * d55 - u50 * l50 - u51 * l51 - u52 * l52 - u53 * l53 - u54 * l54
+        if not p5 > 0.0:
+            return k + 1
+        q5 = 1.0 / p5
+        lk = lower[k]
+        lk[0] = q0
+        lk[1], lk[2] = l10, q1
+        lk[3], lk[4], lk[5] = l20, l21, q2
+        lk[6], lk[7], lk[8], lk[9] = l30, l31, l32, q3
+        lk[10], lk[11], lk[12], lk[13], lk[14] = l40, l41, l42, l43, q4
+        lk[15], lk[16], lk[17], lk[18], lk[19], lk[20] = l50, l51, l52, l53, l54, q5
+        t0 = r0
+        t1 = r1 - l10 * t0
+        t2 = r2 - l20 * t0 - l21 * t1
+        t3 = r3 - l30 * t0 - l31 * t1 - l32 * t2
+        t4 = r4 - l40 * t0 - l41 * t1 - l42 * t2 - l43 * t3
+        t5 = r5 - l50 * t0 - l51 * t1 - l52 * t2 - l53 * t3 - l54 * t4
+        t[k, 0], t[k, 1], t[k, 2], t[k, 3], t[k, 4], t[k, 5] = t0, t1, t2, t3, t4, t5
+        if parent_pos[k] >= 0:  # V = L⁻¹ G in place, column by column
+            wk = w[k]
+            for col in range(6):
+                g0 = wk[0, col]
+                g1 = wk[1, col] - l10 * g0
+                g2 = wk[2, col] - l20 * g0 - l21 * g1
+                g3 = wk[3, col] - l30 * g0 - l31 * g1 - l32 * g2
+                g4 = wk[4, col] - l40 * g0 - l41 * g1 - l42 * g2 - l43 * g3
+                g5 = wk[5, col] - l50 * g0 - l51 * g1 - l52 * g2 - l53 * g3 - l54 * g4
+                wk[0, col], wk[1, col], wk[2, col], wk[3, col], wk[4, col], wk[5, col] = g0, g1, g2, g3, g4, g5
+
     return 0
 
 
@@ -313,7 +359,6 @@ def factor_forward(
 def forward_only(sign, node_index, child_ptr, child_pos, rhs_seg, rhs_joint, w, lower, t):
     """The forward substitution alone, with the factorisation of the last :func:`factor_forward`."""
     n = sign.shape[0]
-    d = np.empty((6, 6))
     r = np.empty(6)
     for k in range(n):
         idx = node_index[k]
@@ -323,27 +368,35 @@ def forward_only(sign, node_index, child_ptr, child_pos, rhs_seg, rhs_joint, w, 
         else:
             for i in range(6):
                 r[i] = rhs_joint[idx, i]
-        _pull(k, sign, child_ptr, child_pos, w, t, d, r, False)
-        _forward(lower[k], r, t[k])
+        _pull_rhs(k, sign, child_ptr, child_pos, w, lower, t, r)
+        for i in range(6):  # t = L⁻¹ r
+            acc = r[i]
+            row = i * (i + 1) // 2
+            for h in range(i):
+                acc -= lower[k, row + h] * t[k, h]
+            t[k, i] = acc
 
 
 @nb.njit(**_JIT)
 def backward(sign, parent_pos, w, lower, t):
-    """Back substitution, root to leaves: ``t`` becomes the solution z in elimination order."""
+    """Back substitution, root to leaves: ``t`` becomes the solution z = s L⁻ᵀ Δ⁻¹ (t + V z_parent) in
+    elimination order."""
     u = np.empty(6)
-    z = np.empty(6)
     for k in range(sign.shape[0] - 1, -1, -1):
         pa = parent_pos[k]
-        wk = w[k]
         for i in range(6):
             acc = t[k, i]
             if pa >= 0:
                 for h in range(6):
-                    acc += wk[i, h] * t[pa, h]
+                    acc += w[k, i, h] * t[pa, h]
+            u[i] = acc * lower[k, i * (i + 3) // 2]
+        for i in range(5, -1, -1):
+            acc = u[i]
+            for h in range(i + 1, 6):
+                acc -= lower[k, h * (h + 1) // 2 + i] * u[h]
             u[i] = acc
-        _backward(lower[k], u, sign[k], z)
         for i in range(6):
-            t[k, i] = z[i]
+            t[k, i] = u[i] * sign[k]
 
 
 @nb.njit(**_JIT)

@@ -263,8 +263,8 @@ class CompiledKKT:
             frame[ev._framed] = np.arange(ev._framed.size)
         self._frame = np.ascontiguousarray(frame[joint])
         self._basis_t = np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3)
-        self._w = np.zeros((n, 6, 6))  # edge blocks G, then W = L⁻¹ G
-        self._lower = np.zeros((n, 6, 6))  # Cholesky factors of the signed pivots
+        self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
+        self._lower = np.zeros((n, 21))  # the pivots' s·D = L Δ Lᵀ: L packed by rows, Δ⁻¹ on its diagonal
         self._t = np.zeros((n, 6))
         self._c = np.zeros((m, 6))
         self._pose_x = np.zeros((0, 3))
