@@ -16,6 +16,7 @@ residuals and the largest distance between the two motions, segment by segment, 
 """
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,8 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _blender  # noqa: E402
 import _common  # noqa: E402
 
+WINDOW_TAG = "LIVE_FPS_WINDOW"
 
-def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse: int, rounds: int) -> dict:
+
+def inner(
+    ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse: int, rounds: int, depsgraph_ticks: int
+) -> dict:
     import bpy
     import numpy as np
 
@@ -103,13 +108,150 @@ def inner(ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse
         d = np.max(np.linalg.norm(best[0]["path"] - exact[0]["path"], axis=2), axis=1)
         out["motion_difference_vs_exact_max_m"] = float(d.max())
         out["motion_difference_vs_exact_last_m"] = float(d[-1])
+    if depsgraph_ticks:
+        out.update(_depsgraph_ms(s, scene, depsgraph_ticks))
+        out["fps_with_depsgraph"] = 1e3 / (out["ms_per_tick_mean"] + out["depsgraph_ms"])
     return out
+
+
+def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, scene_fps: int) -> None:
+    """Inside Blender with a window (``--window``: Xvfb): the Simulate operator itself, its timer and the 3D View's
+    redraws, for ``seconds`` after two ticks of warm-up; then the same with the tree curve's and the leaves' Armature
+    modifiers off in the viewport. Prints the JSON line and quits Blender."""
+
+    import bpy
+    import gpu
+    import numpy as np
+
+    _blender.load_addon()
+    from stiff_rods.addon import operators
+
+    scene = bpy.context.scene
+    scene.stiff_rods.live_iterations = live_iterations
+    if scene_fps:
+        scene.render.fps, scene.render.fps_base = scene_fps, 1.0
+    arm = next(o for o in scene.objects if o.type == "ARMATURE")
+    arm.stiff_rods.use_leaves = leaves
+    _blender.add_wind_field(wind_mps)
+    for o in scene.objects:
+        o.select_set(o == arm)
+    bpy.context.view_layer.objects.active = arm
+    mods = [m for o in scene.objects if o.type in {"CURVE", "MESH"} for m in o.modifiers if m.type == "ARMATURE"]
+    win = bpy.context.window_manager.windows[0]
+    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
+    region = next(r for r in area.regions if r.type == "WINDOW")
+    log: dict[str, list[float]] = {"tick": [], "tick_ms": [], "eval_ms": [], "draw": [], "update": []}
+    step_live = operators.step_live
+
+    def timed_step(session, sc):  # the modal operator looks step_live up at every tick
+        t = time.perf_counter()
+        step_live(session, sc)
+        log["tick"].append(t)
+        log["tick_ms"].append(1e3 * (time.perf_counter() - t))
+        t = time.perf_counter()  # the evaluation the redraw would do, timed apart from GL drawing
+        bpy.context.evaluated_depsgraph_get().update()
+        log["eval_ms"].append(1e3 * (time.perf_counter() - t))
+
+    operators.step_live = timed_step
+    draw = bpy.types.SpaceView3D.draw_handler_add(
+        lambda: log["draw"].append(time.perf_counter()), (), "WINDOW", "POST_PIXEL"
+    )
+    bpy.app.handlers.depsgraph_update_post.append(lambda *_: log["update"].append(time.perf_counter()))
+    out: dict = {"leaves": leaves, "wind_mps": wind_mps, "seconds": seconds, "scene_fps": scene.render.fps}
+    out["gl_renderer"] = gpu.platform.renderer_get()  # under Xvfb a software rasteriser: drawing costs more
+
+    def measure(label):
+        with bpy.context.temp_override(window=win, area=area, region=region):
+            started = bpy.ops.stiff_rods.simulate("INVOKE_DEFAULT")
+        if "RUNNING_MODAL" not in started:
+            raise RuntimeError(f"Simulate did not start: {started}")
+        while len(log["tick"]) < 2:  # the first tick may prepare the solver
+            yield 0.1
+        t0 = time.perf_counter()
+        yield seconds
+        t1 = time.perf_counter()
+        win.event_simulate(type="ESC", value="PRESS")
+        win.event_simulate(type="ESC", value="RELEASE")
+        n = {k: sum(t0 <= x < t1 for x in log[k]) for k in ("tick", "draw", "update")}
+        ms = [m for x, m in zip(log["tick"], log["tick_ms"], strict=True) if t0 <= x < t1]
+        ev = [m for x, m in zip(log["tick"], log["eval_ms"], strict=True) if t0 <= x < t1]
+        draws = np.array([x for x in log["draw"] if t0 <= x < t1])
+        out[label] = {
+            "ticks_per_s": n["tick"] / (t1 - t0),
+            "draws_per_s": n["draw"] / (t1 - t0),
+            "depsgraph_updates_per_s": n["update"] / (t1 - t0),
+            "tick_ms_median": float(np.median(ms)) if ms else None,
+            "depsgraph_ms_median": float(np.median(ev)) if ev else None,
+            "draw_interval_ms_median": float(1e3 * np.median(np.diff(draws))) if draws.size > 1 else None,
+        }
+        yield 1.0
+        for k in log:
+            log[k].clear()
+
+    def script():
+        try:
+            yield 1.0
+            yield from measure("window")
+            for m in mods:
+                m.show_viewport = False
+            yield from measure("window_armature_modifiers_off")
+            for m in mods:
+                m.show_viewport = True
+        finally:
+            bpy.types.SpaceView3D.draw_handler_remove(draw, "WINDOW")
+
+    sys.path.insert(0, str(_blender.ROOT / "tests" / "blender_scripts"))
+    from gui_driver import run  # the tests' window driver: runs the steps from a timer, prints, quits
+
+    run(script(), out, WINDOW_TAG)
+
+
+def _depsgraph_ms(s, scene, ticks: int) -> dict:
+    """Milliseconds of ``depsgraph.update()`` after a live tick: what Blender evaluates before a viewport can draw
+    the new pose (a ``-b`` run evaluates nothing by itself). Also with the tree curve's and the leaves'
+    Armature modifiers off in the viewport, which is where Sapling's rig spends it."""
+    import bpy
+    import numpy as np
+    from stiff_rods.addon.operators import step_live
+
+    graph = bpy.context.evaluated_depsgraph_get()
+    mods = [m for o in scene.objects if o.type in {"CURVE", "MESH"} for m in o.modifiers if m.type == "ARMATURE"]
+    out = {}
+    for label, on in (("depsgraph_ms", True), ("depsgraph_ms_armature_modifiers_off", False)):
+        for m in mods:
+            m.show_viewport = on
+        graph.update()
+        ms = []
+        for _ in range(ticks):
+            step_live(s, scene)
+            t = time.perf_counter()
+            graph.update()
+            ms.append(1e3 * (time.perf_counter() - t))
+        out[label] = float(np.median(ms))
+    for m in mods:
+        m.show_viewport = True
+    return out
+
+
+def _window(blend: str, args: list) -> dict:
+    """Run :func:`window` in Blender under ``xvfb-run``; its JSON line."""
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", "blender", "--factory-startup", "--enable-event-simulate"]
+    cmd += [blend, "--python", __file__, "--", "window"] + args
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_blender.blender_env(), timeout=900)
+    lines = [line.removeprefix(WINDOW_TAG) for line in proc.stdout.splitlines() if line.startswith(WINDOW_TAG)]
+    if not lines or "error" in json.loads(lines[-1]):
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(f"blender failed (exit {proc.returncode})")
+    return json.loads(lines[-1])
 
 
 def main():
     if _blender.inside_blender():
         argv = sys.argv[sys.argv.index("--") + 1 :]
-        print(json.dumps(inner(int(argv[0]), int(argv[1]), argv[2] == "1", float(argv[3]), int(argv[4]), int(argv[5]))))
+        if argv[0] == "window":
+            return window(float(argv[1]), argv[2] == "1", float(argv[3]), int(argv[4]), int(argv[5]))
+        a = argv
+        print(json.dumps(inner(int(a[0]), int(a[1]), a[2] == "1", float(a[3]), int(a[4]), int(a[5]), int(a[6]))))
         return
     ap = _common.arguments(__doc__)
     ap.add_argument("--blend", default=str(_blender.ROOT / "sample_blends" / "white_birch.blend"))
@@ -124,7 +266,20 @@ def main():
     ap.add_argument("--live-iterations", type=int, default=1, help="the scene's Live Iterations (default 1)")
     ap.add_argument("--wind", type=float, default=10.0, help="steady wind speed [m/s] (0: still air)")
     ap.add_argument("--leaves", action="store_true", help="every leaf a segment (the target is without)")
+    ap.add_argument(
+        "--depsgraph-ticks",
+        type=int,
+        default=3,
+        help="ticks timed with depsgraph.update() after them (depsgraph_ms; 0: none)",
+    )
+    ap.add_argument("--window", action="store_true", help="run Simulate in a window under xvfb-run instead")
+    ap.add_argument("--seconds", type=float, default=8.0, help="with --window: seconds measured per setting")
+    ap.add_argument("--scene-fps", type=int, default=0, help="with --window: the scene's frame rate (0: the file's)")
     args = ap.parse_args()
+    if args.window:
+        extra = [str(args.seconds), "1" if args.leaves else "0", str(args.wind), str(args.live_iterations)]
+        _common.report(_window(args.blend, extra + [str(args.scene_fps)]), args.json, "{:>18}: {}")
+        return
     result = _blender.relaunch(
         __file__,
         args.blend,
@@ -135,6 +290,7 @@ def main():
             str(args.wind),
             str(args.matrix_reuse),
             str(args.rounds),
+            str(args.depsgraph_ticks),
         ],
     )
     _common.report(result, args.json, "{:>18}: {}")

@@ -781,12 +781,14 @@ def test_a_stiff_rod_mostly_past_a_box_edge_falls_off():
     (L²/12 + d²) = 77 rad/s², a quarter turn in 0.2 s. It used to hang on the edge for 0.4 s with its other
     end lifted 3 cm off the box, and slid off at 0.5 s: sliding rows whose kinetic friction pushed along
     the slip stayed sliding in the rounds where the normal rows were still changing. Such rows stick; it
-    is off the box by 0.24 s."""
+    is off the box by 0.21–0.24 s. When it leaves depends on rounding at the tipping: the numpy and the
+    compiled solvers' solves differ by 4e-11 m at 0.06 s, a different row sticks, and at 0.4 s the end is
+    0.28 m (numpy) or 0.05 m (compiled) below the top face: off and falling either way."""
     r = 0.0015
     sim, contacts = draped_rod(3e9, 2, r=r)
     for _ in range(40):
         sim.step()
-    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.1  # the end that lay on the box is off
+    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.02  # the end that lay on the box is off
     assert sim.positions[:, 0].max() < 0.2  # it fell, it was not thrown
 
 

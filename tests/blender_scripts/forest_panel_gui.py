@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import sys
-import traceback
 
 import bpy
 
@@ -33,19 +32,11 @@ sys.path.insert(0, HERE)
 from bad_input import first_diff, install  # noqa: E402
 from forest_bake import key_difference, scene_keys  # noqa: E402
 from forest_panel import state  # noqa: E402
+from gui_driver import in_view3d, key, run  # noqa: E402
 
 ARGS = sys.argv[sys.argv.index("--") + 1 :]
 TREES = ["treeArm", "treeArm.001", "treeArm.002"]
 OUT: dict = {}
-
-
-def in_view3d(fn, *args, **kw):
-    """``fn(*args, **kw)`` with the first window's 3D View as context."""
-    win = bpy.context.window_manager.windows[0]
-    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    with bpy.context.temp_override(window=win, area=area, region=region):
-        return fn(*args, **kw)
 
 
 def select(names, workers):
@@ -116,9 +107,7 @@ def script():
         yield 0.1
     OUT["status_at_esc"] = line
     OUT["worker_pids"] = pids
-    win = bpy.context.window_manager.windows[0]
-    for value in ("PRESS", "RELEASE"):
-        win.event_simulate(type="ESC", value=value)
+    key("ESC")
     yield 1.0
     OUT["status_after_esc"] = forest.STATUS.get(scene.name)
     OUT["diff_after_esc"] = first_diff(before, state())
@@ -141,8 +130,7 @@ def script():
     yield 2.0
     OUT["simulate_frames"] = scene.frame_current - 1
     OUT["simulate_moved"] = {n: max(abs(a - b) for a, b in zip(poses(n), rest[n], strict=True)) for n in TREES}
-    for value in ("PRESS", "RELEASE"):
-        win.event_simulate(type="ESC", value=value)
+    key("ESC")
     yield 0.5
     OUT["simulate_rest_after_esc"] = {n: poses(n) == rest[n] for n in TREES}
     OUT["frame_after_simulate"] = scene.frame_current
@@ -153,20 +141,7 @@ def poses(name):
 
 
 def main():
-    steps = script()
-
-    def tick():
-        try:
-            return next(steps)
-        except StopIteration:
-            pass
-        except Exception:
-            OUT["error"] = traceback.format_exc()
-        print("FOREST_PANEL_GUI " + json.dumps(OUT), flush=True)
-        bpy.ops.wm.quit_blender()
-        return None
-
-    bpy.app.timers.register(tick, first_interval=1.0, persistent=True)  # it loads a file
+    run(script(), OUT, "FOREST_PANEL_GUI", persistent=True)  # a step loads a file
 
 
 main()

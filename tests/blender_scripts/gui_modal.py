@@ -16,37 +16,25 @@ installed in an isolated profile, on a Sapling quaking aspen in a Wind field, dr
 One line ``GUI_RESULT {json}``.
 """
 
-import json
 import os
 import sys
-import traceback
 
 import bpy
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_input import install, make_sapling, wind_field  # noqa: E402
+from gui_driver import in_view3d, key, run  # noqa: E402
 
 OUT = {}
 
 
-def view3d():
-    win = bpy.context.window_manager.windows[0]
-    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    return win, area, region
-
-
 def invoke(op, **kw):
-    win, area, region = view3d()
-    with bpy.context.temp_override(window=win, area=area, region=region):
-        return op("INVOKE_DEFAULT", **kw)
+    return in_view3d(op, "INVOKE_DEFAULT", **kw)
 
 
 def esc():
-    win, _, _ = view3d()
-    win.event_simulate(type="ESC", value="PRESS")
-    win.event_simulate(type="ESC", value="RELEASE")
+    key("ESC")
 
 
 def pose(arm):
@@ -115,20 +103,7 @@ def script():
 
 
 def main():
-    steps = script()
-
-    def tick():
-        try:
-            return next(steps)
-        except StopIteration:
-            pass
-        except Exception:
-            OUT["error"] = traceback.format_exc()
-        print("GUI_RESULT " + json.dumps(OUT), flush=True)
-        bpy.ops.wm.quit_blender()
-        return None
-
-    bpy.app.timers.register(tick, first_interval=1.0)
+    run(script(), OUT, "GUI_RESULT")
 
 
 main()

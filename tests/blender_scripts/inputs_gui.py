@@ -18,24 +18,17 @@ One line ``INPUTS_GUI_RESULT {json}``.
 
 import contextlib
 import io
-import json
 import os
 import sys
-import traceback
 
 import bpy
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_input import activate, install, make_sapling  # noqa: E402
+from gui_driver import in_view3d, key, run  # noqa: E402
 
 OUT = {}
-
-
-def area_context():
-    win = bpy.context.window_manager.windows[0]
-    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    return {"window": win, "area": area, "region": next(r for r in area.regions if r.type == "WINDOW")}
 
 
 def op(name, *args, **kw):
@@ -43,17 +36,11 @@ def op(name, *args, **kw):
     fn = bpy.ops
     for part in name.split("."):
         fn = getattr(fn, part)
-    with bpy.context.temp_override(**area_context()), contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()):
         try:
-            return sorted(fn(*args, **kw))
+            return sorted(in_view3d(fn, *args, **kw))
         except RuntimeError as exc:
             return "ERROR: " + str(exc).strip().removeprefix("Error: ")
-
-
-def key(kind, ctrl=False):
-    win = area_context()["window"]
-    for value in ("PRESS", "RELEASE"):
-        win.event_simulate(type=kind, value=value, ctrl=ctrl)
 
 
 def baked(arm):
@@ -128,7 +115,7 @@ def script():
     yield 1.0
     key("ESC")
     yield 1.0
-    arm = bpy.data.objects["treeArm"]  # undo may have replaced it
+    arm, scene = bpy.data.objects["treeArm"], bpy.context.scene  # undo may have replaced both
     OUT["frame_after_undo_esc"] = scene.frame_current
     OUT["pose_error_after_undo_esc"] = float(np.abs(pose(arm) - rest).max())
     OUT["modes_after_undo_esc"] = modes(arm) == modes_before
@@ -158,20 +145,7 @@ def script():
 
 
 def main():
-    steps = script()
-
-    def tick():
-        try:
-            return next(steps)
-        except StopIteration:
-            pass
-        except Exception:
-            OUT["error"] = traceback.format_exc()
-        print("INPUTS_GUI_RESULT " + json.dumps(OUT), flush=True)
-        bpy.ops.wm.quit_blender()
-        return None
-
-    bpy.app.timers.register(tick, first_interval=1.0)
+    run(script(), OUT, "INPUTS_GUI_RESULT")
 
 
 main()
