@@ -118,21 +118,11 @@ class JointEvaluator:
         self.child = np.asarray(model.joint_child)
         self.point_parent = np.ascontiguousarray(model.joint_point_parent, dtype=float)
         self.point_child = np.ascontiguousarray(model.joint_point_child, dtype=float)
-        self._minus_skew_parent = -quat.skew(self.point_parent)  # ∂(R p)/∂δφ_body = −R [p]×
-        self._skew_child = quat.skew(self.point_child)
         self._inv_l = 1.0 / np.asarray(model.joint_lengths, dtype=float)
         rest = np.asarray(model.rest_darboux, dtype=float)
         self.rest = rest
-        # Bend/twist blocks are linear in e = (w, u): B_child = (s/l)(w I + [u]×) = (s/l) e·_K_TABLE, and
-        # B_parent = −(s/l) Kᵀ R(r⁰)ᵀ = (s/l) e·T per joint, T[c] = −E_cᵀ R(r⁰)ᵀ (E_0 = I, E_c = [e_c]×).
-        if strain == "rotation":
-            # e = r̄⁰ ⊗ q̄_p ⊗ q_c = conj(q_p ⊗ r⁰) ⊗ q_c: q_p ⊗ r⁰ = _rest_right q_p, a 4×4 matrix per joint
-            self._rest_right = (rest @ _RIGHT).reshape(m, 4, 4)
-            rest_t = np.swapaxes(quat.to_matrix(rest), 1, 2)
-            self._b_parent_table = np.matmul(-np.swapaxes(_BASIS, 1, 2), rest_t[:, None]).reshape(m, 4, 9)
-        else:
+        if strain != "rotation":
             self._rest_strain = (2.0 * self._inv_l)[:, None] * rest[:, 1:]
-            self._b_parent_table = -np.swapaxes(_BASIS, 1, 2).reshape(4, 9)
         mask = np.asarray(model.row_mask, dtype=float)
         self._mask = None if np.all(mask == 1.0) else mask
         framed = np.flatnonzero(np.asarray(model.framed))
@@ -142,10 +132,8 @@ class JointEvaluator:
         self._local = np.zeros((framed.size, 3))  # R_pᵀ C of the framed joints at the last pose
         self._translation = np.zeros((framed.size, 3, 3))  # Bᵀ R_pᵀ (masked) at the last pose
         self._full = None  # (J_p, J_c, J_pᵀ, J_cᵀ), allocated on first use
-        self._c = np.empty((m, 6))
         self._pack = np.empty((0, 16))  # per segment: x (3), q (4), R(q) (9)
-        self._rot_parent = np.empty((m, 6, 3))
-        self._rot_child = np.empty((m, 6, 3))
+        self._tables_made = False  # the per-joint tables of values(): ~0.9 kB per joint, unused by the compiled solver
         self._state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # set by values()
         self._deferred: tuple[np.ndarray, np.ndarray] | None = None  # set by defer()
 
@@ -155,8 +143,30 @@ class JointEvaluator:
         self._state = None
         self._deferred = (positions, orientations)
 
+    def _make_tables(self) -> None:
+        """Per-joint constants and work arrays of :meth:`values`, made on its first call (the compiled solver
+        evaluates joints itself and never needs them)."""
+        m, rest = self.parent.shape[0], self.rest
+        self._minus_skew_parent = -quat.skew(self.point_parent)  # ∂(R p)/∂δφ_body = −R [p]×
+        self._skew_child = quat.skew(self.point_child)
+        # Bend/twist blocks are linear in e = (w, u): B_child = (s/l)(w I + [u]×) = (s/l) e·_K_TABLE, and
+        # B_parent = −(s/l) Kᵀ R(r⁰)ᵀ = (s/l) e·T per joint, T[c] = −E_cᵀ R(r⁰)ᵀ (E_0 = I, E_c = [e_c]×).
+        if self.strain == "rotation":
+            # e = r̄⁰ ⊗ q̄_p ⊗ q_c = conj(q_p ⊗ r⁰) ⊗ q_c: q_p ⊗ r⁰ = _rest_right q_p, a 4×4 matrix per joint
+            self._rest_right = (rest @ _RIGHT).reshape(m, 4, 4)
+            rest_t = np.swapaxes(quat.to_matrix(rest), 1, 2)
+            self._b_parent_table = np.matmul(-np.swapaxes(_BASIS, 1, 2), rest_t[:, None]).reshape(m, 4, 9)
+        else:
+            self._b_parent_table = -np.swapaxes(_BASIS, 1, 2).reshape(4, 9)
+        self._c = np.empty((m, 6))
+        self._rot_parent = np.empty((m, 6, 3))
+        self._rot_child = np.empty((m, 6, 3))
+        self._tables_made = True
+
     def values(self, positions: np.ndarray, orientations: np.ndarray) -> np.ndarray:
         """``C`` (m, 6) of Eq. 23 at the pose; returns an internal array."""
+        if not self._tables_made:
+            self._make_tables()
         positions = np.asarray(positions, dtype=float)
         orientations = np.asarray(orientations, dtype=float)
         n, m = positions.shape[0], self.parent.shape[0]
