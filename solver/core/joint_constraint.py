@@ -113,7 +113,6 @@ class JointEvaluator:
     def __init__(self, model, strain: str = "rotation"):
         _check_strain(strain)
         self.strain = strain
-        m = model.joint_parent.shape[0]
         self.parent = np.asarray(model.joint_parent)
         self.child = np.asarray(model.joint_child)
         self.point_parent = np.ascontiguousarray(model.joint_point_parent, dtype=float)
