@@ -160,6 +160,33 @@ def test_sapling_trees_in_wind_agree(preset, leaves):
 
 
 @needs_numba
+@pytest.mark.parametrize("speed", [3.0, 25.0])  # below and above the leaves' reconfiguration speed (10 m/s)
+def test_compiled_drag_gives_the_numpy_loads(speed):
+    """The drag kernel against AerodynamicDrag's numpy path on the leafy aspen (branches and leaf plates) in a
+    random moving, turning state: forces, torques and implicit damping to rounding."""
+    model = sapling("quaking_aspen", True)
+    assert model.leaf.any() and (~model.leaf).any()
+    drag = AerodynamicDrag(model, WindField(speed, (1.0, 0.3, 0.0)))
+    sims = [Simulator(model, compiled=flag) for flag in (False, True)]
+    rng = np.random.default_rng(3)
+    state = dict(
+        orientations=quat.normalize(model.orientations + 0.2 * rng.standard_normal((model.n_segments, 4))),
+        velocities=rng.standard_normal((model.n_segments, 3)),
+        angular_velocities=5.0 * rng.standard_normal((model.n_segments, 3)),
+    )
+    loads = []
+    for sim in sims:
+        for name, value in state.items():
+            setattr(sim, name, value.copy())
+        loads.append(drag(sim) + (drag.implicit_damping,))
+    for reference, value in zip(loads[0], loads[1], strict=True):
+        assert np.max(np.abs(reference)) > 0.0
+        np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-12 * np.max(np.abs(reference)))
+    # the kernel ran: its scalar arithmetic rounds differently from numpy's array operations somewhere
+    assert any(np.any(value != reference) for reference, value in zip(loads[0], loads[1], strict=True))
+
+
+@needs_numba
 def test_factor_reuse_and_the_literal_strain_agree():
     """Simplified Newton (factor_reuse 2) and Eq. 23's literal strain (as benchmarks/vs_reference.py's twin)."""
     model = random_tree(300, seed=7, branch_probability=0.5)

@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from ..core import compiled
 from ..core import quaternion as quat
 from ..core.model import RodModel
 
@@ -62,6 +63,10 @@ LEAF_VOGEL_EXPONENT = -0.7
 GAUSS = 0.5 / math.sqrt(3.0)  # 2-point Gauss abscissae ±l/(2√3) along the segment, weights l/2
 MAX_PLATE_SHIFT = 0.5  # a leaf's drag moves it at most this × its length per step (prediction) …
 MAX_PLATE_TURN = 1.0  # … and turns it at most this many rad
+
+
+def _c(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float)
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -125,6 +130,7 @@ class AerodynamicDrag:
         # Gauss points at ±a along local z, a = l/(2√3) [m]; ½ ρ × the Gauss weight l/2 [kg/m²]
         self._gauss_arm = GAUSS * model.lengths[self.segments]
         self._half_weight = 0.25 * self.rho_air * model.lengths[self.segments]
+        self._plate_width, self._roll = np.zeros(0), np.zeros(0)
         if self.plates.size:
             area = getattr(model, "plate_area", None)
             if area is None:
@@ -153,6 +159,18 @@ class AerodynamicDrag:
         damping = np.zeros((n, 6))
         segs = self.segments
         if segs.size == 0:
+            self.implicit_damping = damping
+            return forces, torques
+        kernel = compiled.drag_kernel() if getattr(sim, "compiled", False) else None
+        if kernel is not None:
+            u = np.ascontiguousarray(self.wind.velocity(sim.positions[segs], sim.time), dtype=float)
+            kernel.drag_loads(
+                segs, self.rods.size, _c(sim.orientations), _c(sim.angular_velocities), _c(sim.velocities), u,
+                self._gauss_arm, self._half_weight, _c(m.radii), self._plate_width, self._roll, self.cd_branch,
+                self.cd_leaf_normal, self.cd_leaf_tangential, self.leaf_vogel_exponent,
+                self.leaf_reconfiguration_speed, _c(m.masses), _c(m.inertia), _c(m.lengths), float(sim.dt),
+                MAX_PLATE_SHIFT, MAX_PLATE_TURN, forces, torques, damping,
+            )  # fmt: skip
             self.implicit_damping = damping
             return forces, torques
         rot = quat.to_matrix(sim.orientations[segs])  # columns: local x, y, z in world

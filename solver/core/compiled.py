@@ -33,8 +33,8 @@ from scipy.sparse.csgraph import connected_components, depth_first_order
 log = logging.getLogger("solver.compiled")
 
 PREPARING = "preparing the solver…"
-_KERNEL_SOURCE = Path(__file__).with_name("_kernels.py")
-_state: dict = {"kernels": None, "status": None, "cache_dir": None}
+_KERNEL_SOURCES = (Path(__file__).with_name("_kernels.py"), Path(__file__).parents[1] / "air" / "_drag_kernel.py")
+_state: dict = {"kernels": None, "drag": None, "status": None, "cache_dir": None}
 
 
 def set_cache_dir(path) -> None:
@@ -55,7 +55,8 @@ def _marker() -> Path | None:
     if not folder:
         return None
     numba = importlib.import_module("numba")
-    digest = hashlib.sha1(_KERNEL_SOURCE.read_bytes() + numba.__version__.encode()).hexdigest()[:16]
+    source = b"".join(path.read_bytes() for path in _KERNEL_SOURCES)
+    digest = hashlib.sha1(source + numba.__version__.encode()).hexdigest()[:16]
     return Path(folder) / f"stiff_rods_kernels_{digest}.ready"
 
 
@@ -72,15 +73,17 @@ def _load():
         return None
     try:
         numba = importlib.import_module("numba")
+        from ..air import _drag_kernel
         from . import _kernels
 
         _warm_up(_kernels)
+        _warm_up_drag(_drag_kernel)
     except Exception as exc:  # any failure of numba or llvmlite: the numpy solver does the same work
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         _state["status"] = (False, f"numba unavailable ({reason}): using the numpy solver (slower)")
         log.warning("Stiff Rods: %s", _state["status"][1])
         return None
-    _state["kernels"] = _kernels
+    _state["kernels"], _state["drag"] = _kernels, _drag_kernel
     _state["status"] = (True, f"compiled solver active (numba {numba.__version__})")
     log.info("Stiff Rods: %s", _state["status"][1])
     return _kernels
@@ -125,6 +128,38 @@ def _warm_up(kernels) -> None:
                 raise RuntimeError(f"the compiled kernels disagree with the numpy solver (difference {error:.3g})")
 
 
+def _warm_up_drag(drag_kernel) -> None:
+    """Compile (or load) the drag kernel and compare it with the numpy drag on a branch and a leaf plate in a
+    wind above the leaves' reconfiguration speed, turning: loads and damping bounds to rounding."""
+    from types import SimpleNamespace
+
+    from ..air.drag import AerodynamicDrag
+    from .model import rod_from_polyline
+
+    rod = rod_from_polyline([[0, 0, 0], [0, 0, 0.5], [0.1, 0, 1], [0.2, 0.1, 1.1]], 0.02, 1e9, pinned=["start"])
+    model = rod.copy_with(leaf=[False, False, True])  # the last segment a leaf plate
+    wind = SimpleNamespace(velocity=lambda x, t: np.tile([14.0, 3.0, -1.0], (len(x), 1)))
+    drag = AerodynamicDrag(model, wind)
+    n = model.n_segments
+    rng = np.random.default_rng(0)
+    sim = SimpleNamespace(
+        positions=model.positions, orientations=model.orientations + 0.1 * rng.standard_normal((n, 4)),
+        angular_velocities=rng.standard_normal((n, 3)), velocities=rng.standard_normal((n, 3)), time=0.0,
+        dt=1 / 60, compiled=False,
+    )  # fmt: skip
+    reference = drag(sim) + (drag.implicit_damping,)
+    sim.compiled = True
+    _state["drag"] = drag_kernel  # (drag_kernel() reads it; set for good by _load)
+    try:
+        loads = drag(sim) + (drag.implicit_damping,)
+    finally:
+        _state["drag"] = None
+    error = max(float(np.max(np.abs(a - b))) for a, b in zip(loads, reference, strict=True))
+    scale = max(float(np.max(np.abs(a))) for a in reference)
+    if not (scale > 0.0 and error <= 1e-12 * scale):
+        raise RuntimeError(f"the compiled drag disagrees with the numpy drag (difference {error:.3g})")
+
+
 def compiled_status() -> tuple[bool, str]:
     """(whether the compiled Newton iteration is active, a one-line message saying so or why not).
     Loads (compiles on first use) the kernels."""
@@ -160,6 +195,13 @@ def prepare(notify=None) -> tuple[bool, str]:
 def kernels():
     """The kernel module if the compiled path is active, else None."""
     return _load()
+
+
+def drag_kernel():
+    """The compiled drag's module (:mod:`solver.air._drag_kernel`) if the compiled path is active, else None."""
+    if _state["drag"] is None:
+        _load()
+    return _state["drag"]
 
 
 def _schedule(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
