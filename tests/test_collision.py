@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solver import RodModel, Simulator, rod_from_polyline
+from solver import RodModel, Simulator, compiled_status, rod_from_polyline
 from solver.contact.colliders import Box, Capsule, Mesh, Plane, Sphere, closest_points_on_segments
 from solver.contact.contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from solver.contact.contacts import EDGE, FIXED, Contacts
@@ -774,22 +774,44 @@ def test_a_rod_bending_over_a_box_edge_stays_out_of_it(youngs_modulus, on_box):
     assert deepest < 0.1 * r
 
 
+def tipping_rod():
+    """The end that lay on the box (its x, z) per 10 ms step for 0.4 s, and the largest x of any point."""
+    sim, _ = draped_rod(3e9, 2, r=0.0015)
+    end, reach = [], 0.0
+    for _ in range(40):
+        sim.step()
+        end.append(sim.positions[0, [0, 2]].copy())
+        reach = max(reach, float(sim.positions[:, 0].max()))
+    return np.array(end), reach
+
+
 def test_a_stiff_rod_mostly_past_a_box_edge_falls_off():
     """A stiff rod (E 3 GPa, r 1.5 mm: it bends < 1 mm under its own weight) with 2 of its 10 segments on
     a box and 8 past the edge, μ 0.4: its centre of mass is 66 mm beyond the edge, so it tips about the edge
     and nothing holds it there (a single edge contact has no torque about itself): as a rigid rod, α = g d /
     (L²/12 + d²) = 77 rad/s², a quarter turn in 0.2 s. It used to hang on the edge for 0.4 s with its other
     end lifted 3 cm off the box, and slid off at 0.5 s: sliding rows whose kinetic friction pushed along
-    the slip stayed sliding in the rounds where the normal rows were still changing. Such rows stick; it
-    is off the box by 0.21–0.24 s. When it leaves depends on rounding at the tipping: the numpy and the
-    compiled solvers' solves differ by 4e-11 m at 0.06 s, a different row sticks, and at 0.4 s the end is
-    0.28 m (numpy) or 0.05 m (compiled) below the top face: off and falling either way."""
-    r = 0.0015
-    sim, contacts = draped_rod(3e9, 2, r=r)
-    for _ in range(40):
-        sim.step()
-    assert sim.positions[0, 0] > 0.0 and sim.positions[0, 2] < -0.02  # the end that lay on the box is off
-    assert sim.positions[:, 0].max() < 0.2  # it fell, it was not thrown
+    the slip stayed sliding in the rounds where the normal rows were still changing. Such rows stick; its
+    end is past the edge after 0.18 s (numpy solvers) or 0.22 s (compiled): when depends on rounding at the
+    tipping (the two solves differ by 4e-11 m at 0.06 s, and a different one of the coincident face and edge
+    rows sticks)."""
+    end, reach = tipping_rod()
+    assert np.any(end[:25, 0] > 0.0)  # the end that lay on the box is past the edge within 0.25 s
+    assert end[-1, 1] < -0.02  # and falling at 0.4 s
+    assert reach < 0.2  # it fell, it was not thrown
+
+
+@pytest.mark.xfail(
+    compiled_status()[0],
+    strict=True,
+    reason="contact: with the compiled solve the face and edge rows at the box edge lift the rod (measured)",
+)
+def test_a_rod_tipping_over_a_box_edge_does_not_rise_above_its_pivot():
+    """Tipping about the edge and sliding down along its axis, the end that lay on the box rises at most by
+    its distance from the edge (44 mm) plus its radius: with the compiled solve it reaches 54.5 mm (27 mm
+    with the numpy solvers), the energy coming from the tie between the coincident face and edge rows."""
+    end, _ = tipping_rod()
+    assert end[:, 1].max() < 0.044 + 2.01 * 0.0015
 
 
 def test_a_frictionless_rod_sliding_off_a_box_edge_gains_no_energy():
