@@ -110,16 +110,20 @@ def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1
     return out | _stats(contacts, r)
 
 
-def capstan_rope(wrap: float, r: float = 0.003, cyl: float = 0.05, straight: float = 0.2, block: float = 1.0):
+def capstan_rope(
+    wrap: float, r: float = 0.003, cyl: float = 0.05, straight: float = 0.2, block: float = 1.0, joints: bool = False
+):
     """Polyline of the rope: straight end 1 (load), the helix over the cylinder's top, straight end 2 (hold);
-    returns the points, the two ends' outward unit tangents and the segments' counts (end 1, arc, end 2)."""
+    returns the points, the two ends' outward unit tangents and the segments' counts (end 1, arc, end 2).
+    ``joints``: the joint points touch the cylinder (the semismooth method's rows), else the chords' middles."""
     pitch = 4.0 * r / (2.0 * np.pi)  # y per radian
     n_arc = max(int(np.ceil(wrap / 0.1)), 4)
     phi = np.linspace(-wrap / 2, wrap / 2, n_arc + 1)
-    # the vertices on the circle whose chords touch the cylinder (R + r at their midpoints): vertices on R + r
-    # itself put every chord's middle R(1 − cos(Δφ/2)) ≈ 0.02 r into the cylinder, which the inextensible rope
-    # cannot leave without pulling its ends round, so the first steps fight it with hundreds of newtons
-    rr = (cyl + r) / np.cos(0.5 * (phi[1] - phi[0]))
+    # Touching where the method's rows are: the active set has rows at the chords' middles, and vertices on R + r
+    # put every middle R(1 − cos(Δφ/2)) ≈ 0.02 r into the cylinder, which the inextensible rope cannot leave
+    # without pulling its ends round (hundreds of newtons in the first steps); the semismooth method has rows at
+    # the joint points only, and joints 0.02 r off the surface cannot close onto it while friction holds the rope
+    rr = (cyl + r) if joints else (cyl + r) / np.cos(0.5 * (phi[1] - phi[0]))
     arc = np.stack((rr * np.sin(phi), pitch * phi, rr * np.cos(phi)), axis=1)
     t_hi = np.array([np.cos(phi[-1]), pitch, -np.sin(phi[-1])])  # leaving at +θ/2 (load side)
     t_lo = -np.array([np.cos(phi[0]), pitch, -np.sin(phi[0])])  # leaving at −θ/2 (hold side)
@@ -136,7 +140,7 @@ def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, **co
     """The rope of :func:`capstan_rope` over the cylinder with end blocks m1 (load) and m2 (hold) pulled along the
     ends' tangents by their weights; returns the simulator, its contacts, the model and the tangents and counts."""
     r, cyl, density = 0.003, 0.05, 1150.0
-    pts, t1, t2, counts = capstan_rope(wrap, r, cyl)
+    pts, t1, t2, counts = capstan_rope(wrap, r, cyl, joints=contact_options.get("direct_method") == "semismooth")
     model = rod_from_polyline(pts, r, 1e6, density=density, rest="straight")
     dens = model.densities.copy()
     vol = model.masses / model.densities

@@ -115,9 +115,10 @@ class Contacts(ContactCandidates, PostStabilisation):
     box (0: the normal active set never settled, so no friction row started sliding).
     ``direct_method``: ``"active_set"`` (the above) or ``"semismooth"``: one semismooth Newton step on the
     Alart–Curnier conditions per iteration instead (``ContactResponse._project_semismooth``), with one row per
-    joint point against a collider. Measured (docs/notes/contacts.md): it converges where the active set needs its
-    iteration cap on a frictionless rope over a cylinder and meets the inclined plane's closed forms; it does not
-    yet converge on the capstan with friction, and edge rows (``Collider.edges``) under it threw a rod off a box.
+    joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps).
+    Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
+    frictionless rope over a cylinder and meets the inclined plane's closed forms; it does not yet converge on
+    the capstan with friction, and edge rows (``Collider.edges``) under it threw a rod off a box.
     ``direct_max_move`` [m] (optional): a direct solve whose Newton step would move some segment's surface
     farther is scaled down to that distance (damped Newton; ``damped_solves`` counts them): far outside
     the linear regime a full step overshoots and feeds energy into the motion (docs/notes/contacts.md).
@@ -168,6 +169,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         post_velocity: bool = False,
         keep_reports: int = 100000,
         direct_method: str = "active_set",
+        line_search: int = 6,
     ):
         self.model = model
         self.colliders = list(colliders)
@@ -209,6 +211,9 @@ class Contacts(ContactCandidates, PostStabilisation):
         if direct_method not in ("active_set", "semismooth"):
             raise ValueError(f"direct_method must be 'active_set' or 'semismooth', got {direct_method!r}")
         self.direct_method = direct_method
+        if int(line_search) != line_search or line_search < 0:
+            raise ValueError(f"line_search must be an integer >= 0 (halvings of the Newton step), got {line_search!r}")
+        self.line_search = int(line_search)
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
@@ -361,6 +366,7 @@ class Contacts(ContactCandidates, PostStabilisation):
                 self._project_batch(sim, batch)
         # the pose the last semismooth Newton step left, first the prediction (``_project_semismooth``)
         self._newton_pose = None
+        self._ss_states = None
         if self.response == "direct" and self.direct_method == "semismooth":
             self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
 

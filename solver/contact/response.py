@@ -263,7 +263,14 @@ class ContactResponse(ContactRows):
         - Rows (``Contacts.begin_step``): one per joint point against a collider (the two segment ends meeting at
           a joint are one material point), and none at a segment's interior closest point where both its ends
           have rows (``_between_joint_rows``).
-        ``direct_max_move`` scales a step down as in the active-set solve (damped Newton).
+        - Friction rows change state only in iterations whose normal states held (staged, as in the active set).
+        - Line search (Macklin et al. 2019, "Non-smooth Newton methods for deformable multi-body dynamics", ACM TOG
+          38(5)): the step is halved, up to ``Contacts(line_search=)`` times, until the merit max(natural map,
+          joints' translational ‖C + α̃λ‖∞) at the trial iterate (geometry evaluated again) falls by the factor
+          1 − 10⁻⁴·step; else the last half is taken. Any accepted step lowers the merit; near a solution whose
+          generalised Jacobian is nonsingular the full step lowers it superlinearly (Qi & Sun 1993), so the
+          search costs nothing there and the local rate stays. It gives no global guarantee for the min-map merit.
+        ``direct_max_move`` scales a step down as in the active-set solve.
 
         Returns the residual of the iterate the solve started from [m], the natural map of the conditions
         above: the largest of |min(C̃_n, λ_n/ρ)| per normal row and |λ_t − proj(λ_t − ρC̃_t)|/ρ per tangent row
@@ -273,47 +280,24 @@ class ContactResponse(ContactRows):
         if self._newton_pose is not None:
             # the Simulator's joint-only solve since the last Newton step does not see the contacts: undone
             sim.positions[...], sim.orientations[...], sim.lam[...] = self._newton_pose
-        b = self._all
-        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
-        n = self._normals(sim, b, za, zb, pa, pb)
-        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
-        rows, c_col, n = self._collider_geometry(sim, b, pa, n)
-        c[rows] = c_col
-        lam = self.normal_impulse
-        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
-        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
-        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
-        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
-            b["inv_m_b"], b["inv_i_b"], zb, nb_body
-        )
-        rho = 1.0 / np.maximum(w + alpha, 1e-300)
-        c_tilde = c + alpha * lam
-        aug_n = lam - rho * c_tilde
         first = self._first_solve
-        if first:
-            # The step's first iterate is the prediction with λ = 0, where no row is active by the rule below: rows
-            # that touch there start active and hold their gap in the first solve (closing it would pull a rope
-            # lying 0.02 r off a cylinder onto it with its end blocks), so the first step does not let a loaded
-            # rope run through the collider. This only picks the Newton method's starting point.
-            aug_n = np.where(c < self.direct_touch * self.rest, np.maximum(aug_n, 1e-300), aug_n)
-            self._first_solve = False
-        active = aug_n > 0.0
-        residual = float(np.max(np.abs(np.minimum(c_tilde, lam / rho)), initial=0.0))
-        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
-        friction, basis = None, None
-        if np.any(self.mu > 0.0):
-            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=True)
-            aug_t = friction.lam - rho[:, None] * friction.rhs
-            bound = (self.mu * np.maximum(aug_n, 0.0))[:, None]
-            friction.sliding[:] = np.where(active[:, None] & (np.abs(aug_t) > bound), np.sign(aug_t), 0)
+        self._first_solve = False
+        st = self._semismooth_state(sim, first)
+        active, friction, basis = st["active"], st["friction"], st["basis"]
+        sliding = None
+        if friction is not None:
+            states = np.where(active[:, None] & (np.abs(st["aug_t"]) > st["bound"]), np.sign(st["aug_t"]), 0)
+            held = self._ss_states
+            if held is not None and not np.array_equal(held[0], active):
+                # the normal states changed: friction keeps its states from the last iteration (staged)
+                states = np.where(active[:, None], held[1], 0)
+            friction.sliding[:] = states
+            self._ss_states = (active.copy(), states.astype(np.int8))
             sliding = friction.sliding.copy()  # the solve's own round logic may edit it after the solve
-            proj = np.clip(aug_t, -bound, bound)
-            on = active & (self.mu > 0.0)
-            if on.any():
-                residual = max(residual, float(np.max(np.abs(friction.lam - proj)[on] / rho[on, None])))
         joint_rhs = sim._joint_values() + sim.alpha_tilde * sim.lam
         jp, jc, _, _ = sim._joint_eval.jacobians()
         stats: dict = {}
+        fa, fb, ga, gb = st["gradients"]
         dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
             self._joint_rows_of(sim),
             jp,
@@ -325,9 +309,9 @@ class ContactResponse(ContactRows):
             fb,
             ga,
             gb,
-            c_tilde,
-            alpha,
-            lam,
+            st["c_tilde"],
+            st["alpha"],
+            st["lam"],
             rounds=1,
             friction=friction,
             stats=stats,
@@ -345,19 +329,97 @@ class ContactResponse(ContactRows):
                 dx, dl_joint, dl_c, dl_t = dx * scale, dl_joint * scale, dl_c * scale, dl_t * scale
                 self.damped_solves += 1
         self.solve_log.append((1, True))
-        self.normal_impulse = lam + dl_c  # unclamped: the pose moved by all of Δλ
+        lam, lam_t = st["lam"], None
         if friction is not None:
             assert basis is not None  # made with the friction rows
-            lt = np.where(active[:, None], friction.lam + dl_t, 0.0)
-            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+            lam_t = (friction.lam, dl_t, basis)
             self._sliding = sliding
-        sim.lam += dl_joint
-        f = sim.free_index
-        sim.positions[f] += dx[:, :3]
-        sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
+        start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
+        merit = max(st["residual"], self._joint_merit(sim))
+        step = 1.0
+        for _ in range(self.line_search if not first else 0):
+            self._take(sim, start, step, dx, dl_joint, lam, dl_c, lam_t)
+            trial = self._semismooth_state(sim, False, residual_only=True)
+            if max(trial, self._joint_merit(sim)) <= (1.0 - 1e-4 * step) * merit:
+                break
+            step *= 0.5
+        else:
+            self._take(sim, start, step, dx, dl_joint, lam, dl_c, lam_t)
+        if step < 1.0:
+            self.damped_solves += 1
         self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         # the first solve's start is no Newton iterate (its states were picked): at least one more iteration
-        return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12) if first else residual
+        return max(st["residual"], 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12) if first else st["residual"]
+
+    @staticmethod
+    def _joint_merit(sim) -> float:
+        """The joints' translational residual ‖C + α̃λ‖∞ [m] (the line search's share of the joints: the rotational
+        rows' α̃λ of a soft rope reach 1e3 at rest and would hide the contacts' part)."""
+        return float(np.max(np.abs(sim.constraint_residual()[:, :3]), initial=0.0))
+
+    def _take(self, sim, start, step, dx, dl_joint, lam, dl_c, lam_t) -> None:
+        """Set the iterate to ``start`` plus ``step`` times the Newton step (pose, joint and contact impulses)."""
+        f = sim.free_index
+        sim.positions[...], sim.orientations[...], sim.lam[...] = start
+        sim.lam += step * dl_joint
+        sim.positions[f] += step * dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], step * dx[:, 3:])
+        self.normal_impulse = lam + step * dl_c  # unclamped: the pose moved by all of Δλ
+        if lam_t is not None:
+            lt0, dlt, basis = lam_t
+            lt = lt0 + step * dlt
+            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+
+    def _semismooth_state(self, sim, first: bool, residual_only: bool = False):
+        """Rows, states and natural-map residual of the current iterate for :meth:`_project_semismooth` (a dict),
+        or with ``residual_only`` the residual [m] alone."""
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        rows, c_col, n = self._collider_geometry(sim, b, pa, n)
+        c[rows] = c_col
+        lam = self.normal_impulse
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
+            b["inv_m_b"], b["inv_i_b"], zb, nb_body
+        )
+        rho = 1.0 / np.maximum(w + alpha, 1e-300)
+        c_tilde = c + alpha * lam
+        aug_n = lam - rho * c_tilde
+        if first:
+            # The step's first iterate is the prediction with λ = 0, where no row is active by the rule below: rows
+            # that touch there start active and hold their gap in the first solve (closing it would pull a rope
+            # lying 0.02 r off a cylinder onto it with its end blocks), so the first step does not let a loaded
+            # rope run through the collider. This only picks the Newton method's starting point.
+            aug_n = np.where(c < self.direct_touch * self.rest, np.maximum(aug_n, 1e-300), aug_n)
+        active = aug_n > 0.0
+        residual = float(np.max(np.abs(np.minimum(c_tilde, lam / rho)), initial=0.0))
+        friction, basis, aug_t, bound = None, None, None, None
+        if np.any(self.mu > 0.0):
+            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=True)
+            aug_t = friction.lam - rho[:, None] * friction.rhs
+            bound = (self.mu * np.maximum(aug_n, 0.0))[:, None]
+            proj = np.clip(aug_t, -bound, bound)
+            on = active & (self.mu > 0.0)
+            if on.any():
+                residual = max(residual, float(np.max(np.abs(friction.lam - proj)[on] / rho[on, None])))
+        if residual_only:
+            return residual
+        return dict(
+            active=active,
+            friction=friction,
+            basis=basis,
+            aug_t=aug_t,
+            bound=bound,
+            residual=residual,
+            gradients=self._free_gradients(sim, b, n, za, zb, na_body, nb_body),
+            c_tilde=c_tilde,
+            alpha=alpha,
+            lam=lam,
+        )
 
     def _friction_rows(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=False):
         """Two tangential rows per contact for the direct solve: C_t, the relative displacement of the two

@@ -70,6 +70,8 @@ class ContactState:
     _t1: float
     _newton_pose: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     _succ_all: np.ndarray | None
+    _ss_states: tuple[np.ndarray, np.ndarray] | None
+    line_search: int
     _collider_of: np.ndarray
     colliders: list
 
