@@ -17,12 +17,19 @@ m₁/m₂ ≤ e^{μθ} (run at 0.8 e^{μθ}: creep of the load end ≤ 1 mm in 2
 the two end blocks with the rope's own mass: ρᵢ the straight parts' segments, λ R (e^{μθ} − 1)/μ the
 wrapped part (from dT/dφ = μ T + λ R a along the arc; the centripetal λ v² is below 1 % here).
 
+Frictionless drape: the capstan's rope (θ = π) over the same cylinder with μ = 0 and equal end blocks (1 kg): a
+neutral equilibrium. It must stay (slide ≤ 1 mm), gain no energy (kinetic energy minus the end loads' work,
+largest rise over a step), and stay out of the cylinder by the exact capsule distance (≤ 0.05 r deep).
+
+``--method semismooth`` runs everything with ``Contacts(direct_method="semismooth")`` (default: the active set).
+
 Over all runs: steps that hit the iteration cap (≤ 1 %), median and largest iterations per step, deepest
 penetration over the radius, and the contact report of the steps (sticking/sliding counts, unconverged
 steps), from ``Contacts.reports``.
 
     python3 benchmarks/contact_closed_forms.py --json      # last stdout line: one JSON object
     python3 benchmarks/contact_closed_forms.py --quick     # 0.5 s holds instead of 2 s
+    python3 benchmarks/contact_closed_forms.py --quick --method semismooth
 """
 
 from __future__ import annotations
@@ -103,13 +110,20 @@ def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1
     return out | _stats(contacts, r)
 
 
-def capstan_rope(wrap: float, r: float = 0.003, cyl: float = 0.05, straight: float = 0.2, block: float = 1.0):
+def capstan_rope(
+    wrap: float, r: float = 0.003, cyl: float = 0.05, straight: float = 0.2, block: float = 1.0, joints: bool = False
+):
     """Polyline of the rope: straight end 1 (load), the helix over the cylinder's top, straight end 2 (hold);
-    returns the points, the two ends' outward unit tangents and the segments' counts (end 1, arc, end 2)."""
-    rr = cyl + r
+    returns the points, the two ends' outward unit tangents and the segments' counts (end 1, arc, end 2).
+    ``joints``: the joint points touch the cylinder (the semismooth method's rows), else the chords' middles."""
     pitch = 4.0 * r / (2.0 * np.pi)  # y per radian
     n_arc = max(int(np.ceil(wrap / 0.1)), 4)
     phi = np.linspace(-wrap / 2, wrap / 2, n_arc + 1)
+    # Touching where the method's rows are: the active set has rows at the chords' middles, and vertices on R + r
+    # put every middle R(1 − cos(Δφ/2)) ≈ 0.02 r into the cylinder, which the inextensible rope cannot leave
+    # without pulling its ends round (hundreds of newtons in the first steps); the semismooth method has rows at
+    # the joint points only, and joints 0.02 r off the surface cannot close onto it while friction holds the rope
+    rr = (cyl + r) if joints else (cyl + r) / np.cos(0.5 * (phi[1] - phi[0]))
     arc = np.stack((rr * np.sin(phi), pitch * phi, rr * np.cos(phi)), axis=1)
     t_hi = np.array([np.cos(phi[-1]), pitch, -np.sin(phi[-1])])  # leaving at +θ/2 (load side)
     t_lo = -np.array([np.cos(phi[0]), pitch, -np.sin(phi[0])])  # leaving at −θ/2 (hold side)
@@ -122,15 +136,12 @@ def capstan_rope(wrap: float, r: float = 0.003, cyl: float = 0.05, straight: flo
     return pts, t_hi, t_lo, (n_st, n_arc, n_st)
 
 
-def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: float = 1 / 200, **contact_options) -> dict:
-    """The capstan with m₁ = ratio · e^{μθ} · m₂ (m₂ = 1 kg); returns the load end's slide s(t) along its
-    tangent, the fitted acceleration, the analytic one (0 when it holds) and the contact statistics."""
+def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, **contact_options):
+    """The rope of :func:`capstan_rope` over the cylinder with end blocks m1 (load) and m2 (hold) pulled along the
+    ends' tangents by their weights; returns the simulator, its contacts, the model and the tangents and counts."""
     r, cyl, density = 0.003, 0.05, 1150.0
-    pts, t1, t2, (n1, n_arc, n2) = capstan_rope(wrap, r, cyl)
+    pts, t1, t2, counts = capstan_rope(wrap, r, cyl, joints=contact_options.get("direct_method") == "semismooth")
     model = rod_from_polyline(pts, r, 1e6, density=density, rest="straight")
-    e = np.exp(mu * wrap)
-    m2 = float(contact_options.pop("block", 1.0))
-    m1 = ratio * e * m2
     dens = model.densities.copy()
     vol = model.masses / model.densities
     dens[0], dens[-1] = m1 / vol[0], m2 / vol[-1]
@@ -141,6 +152,40 @@ def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: floa
     cylinder = Capsule((0.0, -0.3, 0.0), (0.0, 0.3, 0.0), cyl, friction=mu)
     contacts = Contacts(model, [cylinder], friction=mu, response="direct", **contact_options)
     sim.gs_constraints.append(contacts)
+    return sim, contacts, model, t1, counts
+
+
+def drape(seconds: float = 0.5, dt: float = 1 / 200, **contact_options) -> dict:
+    """The frictionless rope over the cylinder (θ = π, equal 1 kg end blocks): the load end's slide [m], the largest
+    rise of kinetic energy minus the end loads' work over a step [J], the deepest exact surface overlap over the
+    radius, and the contact statistics."""
+    r = 0.003
+    sim, contacts, model, t1, _ = _capstan_scene(np.pi, 0.0, 1.0, 1.0, dt, **contact_options)
+    x0 = sim.positions[0].copy()
+    steps = int(round(seconds / dt))
+    t, s = np.zeros(steps + 1), np.zeros(steps + 1)
+    energy, deepest = [sim.kinetic_energy() - float(np.sum(sim.forces * sim.positions))], 0.0
+
+    def measure():
+        nonlocal deepest
+        energy.append(sim.kinetic_energy() - float(np.sum(sim.forces * sim.positions)))
+        deepest = max(deepest, -contacts.surface_gaps(sim)[1])
+        return (sim.positions[0] - x0) @ t1
+
+    failed = _advance(sim, steps, t, s, measure)
+    rise = float(np.max(np.diff(energy), initial=0.0))
+    out = dict(slide=float(s[-1]), energy_rise=rise, overlap_r=float(deepest / r), failed=failed)
+    return out | _stats(contacts, r)
+
+
+def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: float = 1 / 200, **contact_options) -> dict:
+    """The capstan with m₁ = ratio · e^{μθ} · m₂ (m₂ = 1 kg); returns the load end's slide s(t) along its
+    tangent, the fitted acceleration, the analytic one (0 when it holds) and the contact statistics."""
+    r, cyl, density = 0.003, 0.05, 1150.0
+    e = np.exp(mu * wrap)
+    m2 = float(contact_options.pop("block", 1.0))
+    m1 = ratio * e * m2
+    sim, contacts, model, t1, (n1, n_arc, n2) = _capstan_scene(wrap, mu, m1, m2, dt, **contact_options)
     x0 = sim.positions[0].copy()
     steps = int(round(seconds / dt))
     t, s = np.zeros(steps + 1), np.zeros(steps + 1)
@@ -166,20 +211,24 @@ def slides_of(runs, kind: str):
     return [(k, r) for k, r in runs if k == kind and r["analytic"] > 0.0]
 
 
-def run_all(hold_seconds: float = 2.0) -> dict:
+def run_all(hold_seconds: float = 2.0, method: str = "active_set") -> dict:
     runs = []
+    opt = dict(direct_method=method)
     for deg in (20.0, 35.0, 60.0):
-        runs.append(("incline", incline(deg, seconds=hold_seconds if deg < 26.0 else 0.4)))
+        runs.append(("incline", incline(deg, seconds=hold_seconds if deg < 26.0 else 0.4, **opt)))
     for mu in (0.2, 0.5):
         for wrap in (np.pi / 2, np.pi, 2 * np.pi):
-            runs.append(("capstan", capstan(mu, wrap, 0.8, seconds=hold_seconds)))
-            runs.append(("capstan", capstan(mu, wrap, 1.25, seconds=0.4)))
-    steps = sum(r["steps"] for _, r in runs)
-    caps = sum(r["cap_steps"] for _, r in runs)
+            runs.append(("capstan", capstan(mu, wrap, 0.8, seconds=hold_seconds, **opt)))
+            runs.append(("capstan", capstan(mu, wrap, 1.25, seconds=0.4, **opt)))
+    draped = drape(min(hold_seconds, 0.5), **opt)
+    steps = sum(r["steps"] for _, r in runs) + draped["steps"]
+    caps = sum(r["cap_steps"] for _, r in runs) + draped["cap_steps"]
     holds = [r for _, r in runs if r["analytic"] == 0.0]
     slides = [r for _, r in runs if r["analytic"] > 0.0]
     return dict(
+        method=method,
         runs=[dict(kind=k) | r for k, r in runs],
+        drape=draped,
         failed_runs=sum(bool(r["failed"]) for _, r in runs),
         worst_creep_m=_worst(abs(r["slide"]) for r in holds),
         worst_incline_error=_worst(abs(r.get("error", np.nan)) for k, r in slides_of(runs, "incline")),
@@ -210,10 +259,11 @@ def _number(value) -> float:
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="0.5 s holds instead of 2 s")
+    ap.add_argument("--method", choices=("active_set", "semismooth"), default="active_set", help="direct_method")
     args = ap.parse_args()
     logging.getLogger("solver.contact").setLevel(logging.ERROR)  # counted in the result instead
     start = time.process_time()
-    result = run_all(0.5 if args.quick else 2.0)
+    result = run_all(0.5 if args.quick else 2.0, args.method)
     result["cpu_s"] = round(time.process_time() - start, 1)
     result = _finite(result)
 
@@ -229,7 +279,13 @@ def main() -> None:
                 f"  median it {r['median_iterations']:.0f}  pen {r['penetration_r']:.3f} r"
                 f"  stick/slide {r['sticking_max']}/{r['sliding_max']}"
             )
-        for key in (k for k in result if k != "runs"):
+        d = result["drape"]
+        yield (
+            f"{'drape    μ=0 θ=3.14 x1':32s} slide {1e3 * _number(d['slide']):9.3f} mm  energy rise "
+            f"{_number(d['energy_rise']):.2e} J  overlap {_number(d['overlap_r']):.3f} r  cap {d['cap_steps']}/"
+            f"{d['steps']}  median it {d['median_iterations']:.0f}" + (f" FAILED {d['failed']}" if d["failed"] else "")
+        )
+        for key in (k for k in result if k not in ("runs", "drape")):
             yield f"{key:>24}: {result[key]}"
 
     _common.report(result, args.json, summary=summary())

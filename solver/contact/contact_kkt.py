@@ -108,6 +108,8 @@ def solve_joints_and_contacts(
     enter_depth=0.0,
     stats: dict | None = None,
     grow_rounds: int = 0,
+    active=None,
+    exact: bool = False,
 ):
     """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
 
@@ -134,6 +136,10 @@ def solve_joints_and_contacts(
     rows may only enter (no friction row starts sliding): the set grows monotonically, so it settles, with no
     row left penetrating to first order; a row that would pull holds its gap for this solve instead,
     and its friction rows are released (kinetic friction on a pulling row would push along the slip).
+    ``active`` (k,) bool, optional: the normal rows' states given by the caller (with ``friction.sliding`` the
+    friction rows'), instead of ``touch``; with ``rounds=1`` the call is one linear solve in those states (the
+    semismooth Newton step of :meth:`~solver.contact.response.ContactResponse._project_semismooth`). ``exact``: an
+    active row that is open closes its gap (``C + ΔC + α̃λ = 0``) instead of holding it.
     Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
     """
     m, k = joint_rows.n_joints, free_a.size
@@ -159,7 +165,7 @@ def solve_joints_and_contacts(
     minv = inv_mass.reshape(-1)
     alpha = [joint_alpha.reshape(-1), contact_alpha]
     lam = [np.zeros(6 * m), lam_contact]
-    rhs = [-joint_rhs.reshape(-1), -np.minimum(contact_rhs, 0.0)]
+    rhs = [-joint_rhs.reshape(-1), -(contact_rhs if exact else np.minimum(contact_rhs, 0.0))]
     # An active row that is still open keeps its gap (Δgap ≥ −gap would be the exact LCP; holding it is
     # the row that a resting stack needs, and one that separates leaves below with λ < 0).
     if friction is not None:
@@ -171,7 +177,7 @@ def solve_joints_and_contacts(
     s_full = (jac.multiply(minv[None, :]) @ jac.T + diags(alpha)).tocsr()
     n_rows_c = np.arange(6 * m, 6 * m + k)
     c_now = contact_rhs - contact_alpha * lam_contact  # C of the normal rows
-    active = (contact_rhs < touch) | (lam_contact > 0.0)
+    active = (contact_rhs < touch) | (lam_contact > 0.0) if active is None else np.asarray(active, bool).copy()
     sliding = friction.sliding if friction is not None else np.zeros((k, 2), np.int8)
     if friction is not None:
         sliding[~active] = 0

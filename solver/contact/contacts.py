@@ -47,6 +47,7 @@ from ..core import quaternion as quat
 from .candidates import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, ContactCandidates
 from .colliders import Collider
 from .post_stabilise import PostStabilisation
+from .state import step_length
 
 log = logging.getLogger("solver.contact")
 
@@ -112,6 +113,12 @@ class Contacts(ContactCandidates, PostStabilisation):
     (:func:`solver.contact.contact_kkt.solve_joints_and_contacts`). ``solve_log`` lists (rounds, converged) of
     every direct solve; ``friction_log`` the rounds of each that checked sticking rows against the Coulomb
     box (0: the normal active set never settled, so no friction row started sliding).
+    ``direct_method``: ``"active_set"`` (the above) or ``"semismooth"``: one semismooth Newton step on the
+    Alart–Curnier conditions per iteration instead (``ContactResponse._project_semismooth``), with one row per
+    joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps).
+    Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
+    frictionless rope over a cylinder and meets the inclined plane's closed forms; it does not yet converge on
+    the capstan with friction, and edge rows (``Collider.edges``) under it threw a rod off a box.
     ``direct_max_move`` [m] (optional): a direct solve whose Newton step would move some segment's surface
     farther is scaled down to that distance (damped Newton; ``damped_solves`` counts them): far outside
     the linear regime a full step overshoots and feeds energy into the motion (docs/notes/contacts.md).
@@ -161,6 +168,8 @@ class Contacts(ContactCandidates, PostStabilisation):
         direct_max_move: float | None = None,
         post_velocity: bool = False,
         keep_reports: int = 100000,
+        direct_method: str = "active_set",
+        line_search: int = 6,
     ):
         self.model = model
         self.colliders = list(colliders)
@@ -199,6 +208,12 @@ class Contacts(ContactCandidates, PostStabilisation):
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
         self.response = response
+        if direct_method not in ("active_set", "semismooth"):
+            raise ValueError(f"direct_method must be 'active_set' or 'semismooth', got {direct_method!r}")
+        self.direct_method = direct_method
+        if int(line_search) != line_search or line_search < 0:
+            raise ValueError(f"line_search must be an integer >= 0 (halvings of the Newton step), got {line_search!r}")
+        self.line_search = int(line_search)
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
@@ -277,16 +292,30 @@ class Contacts(ContactCandidates, PostStabilisation):
         """
         x_pred, q_pred = sim.positions, sim.orientations
         x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
-        self._start = (x, q)  # the step's start pose (the Simulator saves a fresh copy per step)
-        t0, t1 = sim.time, sim.time + sim.dt
+        # Friction holds the material points at the implicit stage's start: the step's start pose for Euler, BDF2's
+        # (4x_n − x_{n−1})/3, from which the Simulator takes the velocities (x − x̂)/h, so a sticking contact
+        # leaves with no relative velocity. Detection stays on the step's start pose, where nothing overlaps.
+        x_ref, q_ref = (sim._x_prev, sim._q_prev) if hasattr(sim, "_x_prev") else (x, q)
+        self._start = (x_ref, q_ref)
+        # sim.dt is the implicit stage h while a step is open (2Δt/3 for BDF2): compliances scale with h, but the
+        # step ends at t + Δt, where the colliders are placed
+        t0, t1 = sim.time, sim.time + step_length(sim)
+        self._t1 = t1
         turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
         move = np.linalg.norm(x_pred - x, axis=1) + 0.5 * self.model.lengths * turn
         margin = (self.radius + move) if self.margin is None else self.margin + move
         sa, sb, za, zb = np.zeros(0, np.int64), np.zeros(0, np.int64), _empty(0), _empty(0)
         point_b, normal, anchor_b, rest, mu = _empty(0, 3), _empty(0, 3), _empty(0, 3), _empty(0), _empty(0)
         env = self._collider_candidates(x, q, margin, t0, t1)
+        which = np.zeros(0, np.int64)
         if env is not None:
-            seg, z, surface, nrm, shift, m = env
+            seg, z, surface, nrm, shift, m, which = env
+            if self.response == "direct" and self.direct_method == "semismooth":
+                # one row per joint point and none between two (``_project_semismooth``, ``_between_joint_rows``)
+                keep = ~self._between_joint_rows(seg, z, which, 0.5 * self.model.lengths[seg])
+                seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
+                keep = ~self._joint_twins(seg, z, which)
+                seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
             sa, sb, za, zb = seg, np.full(seg.size, -1, np.int64), z, np.zeros(seg.size)
             point_b, normal, anchor_b = surface, nrm, surface - shift
             rest, mu = self.radius[seg], m
@@ -318,6 +347,7 @@ class Contacts(ContactCandidates, PostStabilisation):
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
+        self._collider_of = np.concatenate((which, np.full(sa.size - which.size, -1, np.int64)))  # −1: edge or self
         self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
         self._edge_ends = (ends1, ends0, faces)
         self.normal_impulse = np.zeros(sa.size)
@@ -326,14 +356,19 @@ class Contacts(ContactCandidates, PostStabilisation):
         self._first_solve = True
         self._step_iterations, self._step_residual, self._step_solves = 0, 0.0, len(self.solve_log)
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
-        self._batches = [self._batch(idx, x, q, anchor_b) for idx in self._colour(sa, sb)]
-        self._all = self._batch(np.arange(sa.size), x, q, anchor_b, direct=self.response == "direct")
+        self._batches = [self._batch(idx, x_ref, q_ref, anchor_b) for idx in self._colour(sa, sb)]
+        self._all = self._batch(np.arange(sa.size), x_ref, q_ref, anchor_b, direct=self.response == "direct")
         # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
         # sweeps of Eqs. 20/21): otherwise every step starts g Δt² deep in a floor, and the first
         # KKT solve, which does not see the contacts, spreads that error along the rods.
         for _ in range(self.pre_sweeps):
             for batch in self._batches:
                 self._project_batch(sim, batch)
+        # the pose the last semismooth Newton step left, first the prediction (``_project_semismooth``)
+        self._newton_pose = None
+        self._ss_states = None
+        if self.response == "direct" and self.direct_method == "semismooth":
+            self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
 
     def _batch(self, idx, x, q, anchor_b, direct=False) -> dict:
         """Everything about the contacts of one colour that stays fixed during the step. ``direct``: the
@@ -425,6 +460,8 @@ class Contacts(ContactCandidates, PostStabilisation):
             if self.response != "direct":
                 for batch in self._batches:
                     residual = max(residual, self._project_batch(sim, batch))
+            elif self.direct_method == "semismooth":
+                residual = max(residual, self._project_semismooth(sim))
             else:
                 self._project_direct(sim)
                 residual = max(residual, float(np.max(-self.gaps(sim), initial=0.0)))

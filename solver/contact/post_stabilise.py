@@ -10,6 +10,7 @@ import numpy as np
 from ..core import quaternion as quat
 from .response import ContactResponse
 from .rows import _rows_times
+from .state import step_length
 
 
 class PostStabilisation(ContactResponse):
@@ -20,7 +21,7 @@ class PostStabilisation(ContactResponse):
         as ``surface_gaps`` does: segment a, its axis coordinate, segment b (−1: a collider), b's, normal
         from b to a, gap C [m]."""
         x, q = sim.positions, sim.orientations
-        t1 = sim.time + sim.dt
+        t1 = sim.time + step_length(sim)  # the step's end: end_step runs before the Simulator advances time
         parts = []
         for _, seg, z, _, phi, nrm in self._collider_points(x, q, margin, t1):
             parts.append((seg, z, np.full(seg.size, -1), np.zeros(seg.size), nrm, phi - self.radius[seg]))

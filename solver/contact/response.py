@@ -207,7 +207,221 @@ class ContactResponse(ContactRows):
         sim.positions[f] += dx[:, :3]
         sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
 
-    def _friction_rows(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, at):
+    def _collider_geometry(self, sim, b, pa, n):
+        """Gap C [m] and normal of every plain collider row (not an edge) at its axis point's current place: the
+        collider's signed distance and its gradient, evaluated again at every Newton iteration, so a rod
+        sliding round a curved collider meets the surface, not the tangent plane frozen at the step's start.
+        Returns (rows, C, n) with n updated; rows: the rows re-evaluated."""
+        which = self._collider_of[b["idx"]]
+        rows = np.flatnonzero(which >= 0)
+        if rows.size == 0:
+            return rows, np.zeros(0), n
+        n = n.copy()
+        c = np.zeros(rows.size)
+        for i in np.unique(which[rows]):
+            sel = which[rows] == i
+            phi, nrm = self.colliders[i].distance(pa[rows[sel]], self._t1)
+            n[rows[sel]] = nrm
+            c[sel] = phi - self.rest[b["idx"][rows[sel]]]
+        return rows, c, n
+
+    def _project_semismooth(self, sim) -> float:
+        """One semismooth Newton iteration on the Alart–Curnier conditions of every contact (Alart & Curnier
+        1991, "A mixed formulation for frictional contact problems prone to Newton like solution methods",
+        CMAME 92: 353–375), joints and contacts in one sparse direct solve (:mod:`solver.contact.contact_kkt`).
+
+        With C̃ = C + α̃λ of each row (compliant, as the joints) and ρ = 1/(w + α̃) its local stiffness (w: the
+        generalised inverse mass along the row), the contact holds where
+
+            λ_n = max(0, λ_n − ρ C̃_n)                 (normal: λ_n ≥ 0, C̃_n ≥ 0, λ_n C̃_n = 0)
+            λ_t = proj_[−μλ_n, μλ_n](λ_t − ρ C̃_t)      (friction, per tangent: stick inside, slide on the bound)
+
+        Both sides are piecewise smooth, so Newton's method with an element of the generalised Jacobian
+        converges locally superlinearly (Qi & Sun 1993; for contact, Alart & Curnier 1991 and the
+        primal–dual active-set reading of Hintermüller, Ito & Kunisch 2002): at each iteration every row's
+        state is read off the projection at the current iterate (normal active where λ_n − ρ C̃_n > 0;
+        friction sticking where |λ_t − ρ C̃_t| ≤ μ max(λ_n − ρC̃_n, 0), else sliding towards the sign of
+        λ_t − ρ C̃_t) and one linear solve in those states is the Newton step: active normal and sticking rows
+        take Eq. 22's rows, inactive ones release their impulse, sliding ones hold λ_t = s μ λ_n (t₁ along a's
+        axis in the tangent plane, t₂ = n × t₁: a basis that does not turn with a near-zero slip). No inner
+        active-set rounds: the Simulator's iterations are the Newton iterations, and the geometry (points,
+        normals, plain collider gaps by their signed distance) is evaluated again at each. The iterations stop
+        when the residual below (and the joints') meets the Simulator's tolerance.
+
+        What keeps it a Newton method (each measured on a frictionless rope over a cylinder, tests/
+        test_contact_closed_forms.py, where without it the iterations diverged within 3–20 steps):
+        - The iterate is the pose and the impulses together: λ + Δλ is kept as it comes, also negative (a row that
+          pulls is released by the next iteration's Δλ = −λ, which moves the pose back); clamped to λ ≥ 0 while
+          the pose kept the pull, hidden adhesion built up, 400 times the rope's load on its rows.
+        - The Simulator runs a joint-only solve before each ``project``; it does not see the contacts, and with a
+          rope's tension it pulled the rope 0.2–2 r into the cylinder between two Newton steps. It is undone: each
+          call starts from the pose, joint impulses and contact impulses the last Newton step left (the first
+          from the step's prediction). The Newton step solves the joints with the contacts, so nothing is lost.
+        - The first iterate (the prediction, λ = 0) has no active row by the rule above: rows that touch there
+          (C < ``direct_touch`` radii) start active and hold their gap for that solve; the residual it returns
+          asks for at least one more iteration.
+        - Rows (``Contacts.begin_step``): one per joint point against a collider (the two segment ends meeting at
+          a joint are one material point), and none at a segment's interior closest point where both its ends
+          have rows (``_between_joint_rows``).
+        - Friction rows change state only in iterations whose normal states held (staged, as in the active set).
+        - Line search (Macklin et al. 2019, "Non-smooth Newton methods for deformable multi-body dynamics", ACM TOG
+          38(5)): the step is halved, up to ``Contacts(line_search=)`` times, until the merit max(natural map,
+          joints' translational ‖C + α̃λ‖∞) at the trial iterate (geometry evaluated again) falls by the factor
+          1 − 10⁻⁴·step; else the last half is taken. Any accepted step lowers the merit; near a solution whose
+          generalised Jacobian is nonsingular the full step lowers it superlinearly (Qi & Sun 1993), so the
+          search costs nothing there and the local rate stays. It gives no global guarantee for the min-map merit.
+        ``direct_max_move`` scales a step down as in the active-set solve.
+
+        Returns the residual of the iterate the solve started from [m], the natural map of the conditions
+        above: the largest of |min(C̃_n, λ_n/ρ)| per normal row and |λ_t − proj(λ_t − ρC̃_t)|/ρ per tangent row
+        of a pushing contact (0 exactly where they hold)."""
+        if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
+            return 0.0
+        if self._newton_pose is not None:
+            # the Simulator's joint-only solve since the last Newton step does not see the contacts: undone
+            sim.positions[...], sim.orientations[...], sim.lam[...] = self._newton_pose
+        first = self._first_solve
+        self._first_solve = False
+        st = self._semismooth_state(sim, first)
+        active, friction, basis = st["active"], st["friction"], st["basis"]
+        sliding = None
+        if friction is not None:
+            states = np.where(active[:, None] & (np.abs(st["aug_t"]) > st["bound"]), np.sign(st["aug_t"]), 0)
+            held = self._ss_states
+            if held is not None and not np.array_equal(held[0], active):
+                # the normal states changed: friction keeps its states from the last iteration (staged)
+                states = np.where(active[:, None], held[1], 0)
+            friction.sliding[:] = states
+            self._ss_states = (active.copy(), states.astype(np.int8))
+            sliding = friction.sliding.copy()  # the solve's own round logic may edit it after the solve
+        joint_rhs = sim._joint_values() + sim.alpha_tilde * sim.lam
+        jp, jc, _, _ = sim._joint_eval.jacobians()
+        stats: dict = {}
+        fa, fb, ga, gb = st["gradients"]
+        dx, dl_joint, dl_c, dl_t = solve_joints_and_contacts(
+            self._joint_rows_of(sim),
+            jp,
+            jc,
+            joint_rhs,
+            sim.alpha_tilde,
+            1.0 / sim._mass_diag_free,
+            fa,
+            fb,
+            ga,
+            gb,
+            st["c_tilde"],
+            st["alpha"],
+            st["lam"],
+            rounds=1,
+            friction=friction,
+            stats=stats,
+            active=active,
+            exact=not first,
+        )
+        limit = self.direct_max_move
+        if limit is not None:
+            reach = np.linalg.norm(dx[:, :3], axis=1) + (
+                0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]
+            ) * np.linalg.norm(dx[:, 3:], axis=1)
+            far = float(reach.max(initial=0.0))
+            if far > limit:
+                scale = limit / far
+                dx, dl_joint, dl_c, dl_t = dx * scale, dl_joint * scale, dl_c * scale, dl_t * scale
+                self.damped_solves += 1
+        self.solve_log.append((1, True))
+        lam, lam_t = st["lam"], None
+        if friction is not None:
+            assert basis is not None  # made with the friction rows
+            lam_t = (friction.lam, dl_t, basis)
+            self._sliding = sliding
+        start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
+        merit = max(st["residual"], self._joint_merit(sim))
+        step = 1.0
+        for _ in range(self.line_search if not first else 0):
+            self._take(sim, start, step, dx, dl_joint, lam, dl_c, lam_t)
+            trial = self._semismooth_state(sim, False, residual_only=True)
+            if max(trial, self._joint_merit(sim)) <= (1.0 - 1e-4 * step) * merit:
+                break
+            step *= 0.5
+        else:
+            self._take(sim, start, step, dx, dl_joint, lam, dl_c, lam_t)
+        if step < 1.0:
+            self.damped_solves += 1
+        self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
+        # the first solve's start is no Newton iterate (its states were picked): at least one more iteration
+        return max(st["residual"], 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12) if first else st["residual"]
+
+    @staticmethod
+    def _joint_merit(sim) -> float:
+        """The joints' translational residual ‖C + α̃λ‖∞ [m] (the line search's share of the joints: the rotational
+        rows' α̃λ of a soft rope reach 1e3 at rest and would hide the contacts' part)."""
+        return float(np.max(np.abs(sim.constraint_residual()[:, :3]), initial=0.0))
+
+    def _take(self, sim, start, step, dx, dl_joint, lam, dl_c, lam_t) -> None:
+        """Set the iterate to ``start`` plus ``step`` times the Newton step (pose, joint and contact impulses)."""
+        f = sim.free_index
+        sim.positions[...], sim.orientations[...], sim.lam[...] = start
+        sim.lam += step * dl_joint
+        sim.positions[f] += step * dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], step * dx[:, 3:])
+        self.normal_impulse = lam + step * dl_c  # unclamped: the pose moved by all of Δλ
+        if lam_t is not None:
+            lt0, dlt, basis = lam_t
+            lt = lt0 + step * dlt
+            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+
+    def _semismooth_state(self, sim, first: bool, residual_only: bool = False):
+        """Rows, states and natural-map residual of the current iterate for :meth:`_project_semismooth` (a dict),
+        or with ``residual_only`` the residual [m] alone."""
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        rows, c_col, n = self._collider_geometry(sim, b, pa, n)
+        c[rows] = c_col
+        lam = self.normal_impulse
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
+            b["inv_m_b"], b["inv_i_b"], zb, nb_body
+        )
+        rho = 1.0 / np.maximum(w + alpha, 1e-300)
+        c_tilde = c + alpha * lam
+        aug_n = lam - rho * c_tilde
+        if first:
+            # The step's first iterate is the prediction with λ = 0, where no row is active by the rule below: rows
+            # that touch there start active and hold their gap in the first solve (closing it would pull a rope
+            # lying 0.02 r off a cylinder onto it with its end blocks), so the first step does not let a loaded
+            # rope run through the collider. This only picks the Newton method's starting point.
+            aug_n = np.where(c < self.direct_touch * self.rest, np.maximum(aug_n, 1e-300), aug_n)
+        active = aug_n > 0.0
+        residual = float(np.max(np.abs(np.minimum(c_tilde, lam / rho)), initial=0.0))
+        friction, basis, aug_t, bound = None, None, None, None
+        if np.any(self.mu > 0.0):
+            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=True)
+            aug_t = friction.lam - rho[:, None] * friction.rhs
+            bound = (self.mu * np.maximum(aug_n, 0.0))[:, None]
+            proj = np.clip(aug_t, -bound, bound)
+            on = active & (self.mu > 0.0)
+            if on.any():
+                residual = max(residual, float(np.max(np.abs(friction.lam - proj)[on] / rho[on, None])))
+        if residual_only:
+            return residual
+        return dict(
+            active=active,
+            friction=friction,
+            basis=basis,
+            aug_t=aug_t,
+            bound=bound,
+            residual=residual,
+            gradients=self._free_gradients(sim, b, n, za, zb, na_body, nb_body),
+            c_tilde=c_tilde,
+            alpha=alpha,
+            lam=lam,
+        )
+
+    def _friction_rows(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=False):
         """Two tangential rows per contact for the direct solve: C_t, the relative displacement of the two
         material points since the start of the step along t₁ (the slip direction, so the box is the cone
         for a sliding contact) and t₂ = n × t₁. Returns the rows and the basis (t₁, t₂).
@@ -233,7 +447,14 @@ class ContactResponse(ContactRows):
         perp = np.cross(n, helper)
         perp /= np.linalg.norm(perp, axis=1)[:, None]
         moving = slip > 1e-12 * self.rest
-        t1 = np.where(moving[:, None], tang / np.maximum(slip, 1e-300)[:, None], perp)
+        if along_axis:
+            # t₁ along a's axis in the tangent plane: a smooth function of the pose, where the slip's direction
+            # turns by up to π between Newton iterations while the slip is near zero
+            axis = rot_a[:, :, 2] - n * np.einsum("ij,ij->i", rot_a[:, :, 2], n)[:, None]
+            length = np.linalg.norm(axis, axis=1)
+            t1 = np.where((length > 1e-6)[:, None], axis / np.maximum(length, 1e-300)[:, None], perp)
+        else:
+            t1 = np.where(moving[:, None], tang / np.maximum(slip, 1e-300)[:, None], perp)
         t2 = np.cross(n, t1)
         ga, gb, c_t, lam_t = [], [], [], []
         for t in (t1, t2):

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from .contact_kkt import JointRows
 
 
+def step_length(sim) -> float:
+    """The whole step Δt [s], also while a step is open (``sim.dt`` is then the implicit stage, 2Δt/3 for BDF2)."""
+    return float(getattr(sim, "_dt", sim.dt))
+
+
 class ContactState:
     """The state of :class:`~solver.contact.contacts.Contacts` read by its bases."""
 
@@ -62,6 +67,13 @@ class ContactState:
     _alpha_tilde: float
     _all: dict[str, Any]
     _first_solve: bool
+    _t1: float
+    _newton_pose: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    _succ_all: np.ndarray | None
+    _ss_states: tuple[np.ndarray, np.ndarray] | None
+    line_search: int
+    _collider_of: np.ndarray
+    colliders: list
 
     @property
     def n_contacts(self) -> int:
