@@ -16,7 +16,7 @@ from bpy.props import IntProperty
 
 from ..solver import known_compiled_status, prepare_compiled
 from ..solver.core import quaternion as quat
-from . import bones, keyframes, point_cache, reader, wind
+from . import bones, keyframes, live_preview, point_cache, reader, wind
 from .fingerprint import fingerprint
 from .properties import own_parts
 from .session import SESSIONS, Session
@@ -412,6 +412,14 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
             _switch_to_quaternions(s.source.armature, s.source.bone_names) if s.source.armature else {}
             for s in self.sessions
         ]
+        # Sapling's curve deformed by bone envelopes costs Blender ~1 s per redraw: written here instead
+        self.previews = []
+        for s in self.sessions:
+            try:
+                self.previews.append(live_preview.EnvelopePreview(s, context.scene))
+            except Exception as exc:  # it only saves time: the curve's own modifier draws it then
+                self.previews.append(None)
+                self.report({"WARNING"}, f"'{s.owner_name}': curve drawn by its modifier ({exc})")
         fps = context.scene.render.fps / context.scene.render.fps_base
         self._timer = context.window_manager.event_timer_add(1.0 / fps, window=context.window)
         context.window_manager.modal_handler_add(self)
@@ -435,8 +443,8 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         if event.type == "TIMER":
             try:
                 self._stop_playback(context)
-                for s in self.sessions:
-                    step_live(s, context.scene)
+                for s, preview in zip(self.sessions, self.previews, strict=True):
+                    step_live(s, context.scene, preview)
             except Exception as exc:  # a failed step (or the tree deleted / undone under it) must not leave a timer
                 self._stop(context)
                 self.report({"ERROR"}, f"Simulation stopped: {exc}")
@@ -456,6 +464,9 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
         if self._timer is not None:
             context.window_manager.event_timer_remove(self._timer)
             self._timer = None
+        for preview in getattr(self, "previews", ()):
+            if preview is not None:
+                preview.restore()
         for s, modes in zip(self.sessions, self.modes, strict=True):
             try:
                 if s.source.armature is not None:
@@ -472,11 +483,13 @@ def _redraw_panels(context) -> None:
             area.tag_redraw()
 
 
-def step_live(session: Session, scene) -> None:
-    """One tick of the live simulation: one frame of physics, pose written, timeline advanced.
-    This is the whole body of the modal timer, testable without a window."""
+def step_live(session: Session, scene, preview: live_preview.EnvelopePreview | None = None) -> None:
+    """One tick of the live simulation: one frame of physics, pose written (and the curves of ``preview``),
+    timeline advanced. This is the whole body of the modal timer, testable without a window."""
     session.advance_frame(scene)
     session.write_pose()
+    if preview is not None:
+        preview.write()
     if scene.frame_current != session.frame:
         scene.frame_current = session.frame
 

@@ -111,6 +111,7 @@ def inner(
     if depsgraph_ticks:
         out.update(_depsgraph_ms(s, scene, depsgraph_ticks))
         out["fps_with_depsgraph"] = 1e3 / (out["ms_per_tick_mean"] + out["depsgraph_ms"])
+        out["fps_with_fast_preview"] = 1e3 / (out["tick_ms_fast_preview"] + out["depsgraph_ms_fast_preview"])
     return out
 
 
@@ -143,9 +144,9 @@ def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, 
     log: dict[str, list[float]] = {"tick": [], "tick_ms": [], "eval_ms": [], "draw": [], "update": []}
     step_live = operators.step_live
 
-    def timed_step(session, sc):  # the modal operator looks step_live up at every tick
+    def timed_step(session, sc, preview=None):  # the modal operator looks step_live up at every tick
         t = time.perf_counter()
-        step_live(session, sc)
+        step_live(session, sc, preview)
         log["tick"].append(t)
         log["tick_ms"].append(1e3 * (time.perf_counter() - t))
         t = time.perf_counter()  # the evaluation the redraw would do, timed apart from GL drawing
@@ -209,9 +210,12 @@ def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, 
 def _depsgraph_ms(s, scene, ticks: int) -> dict:
     """Milliseconds of ``depsgraph.update()`` after a live tick: what Blender evaluates before a viewport can draw
     the new pose (a ``-b`` run evaluates nothing by itself). Also with the tree curve's and the leaves'
-    Armature modifiers off in the viewport, which is where Sapling's rig spends it."""
+    Armature modifiers off in the viewport, which is where Sapling's rig spends it, and with Simulate's fast
+    preview (the tick writing the envelope-deformed curve itself, its modifier off): ``tick_ms_fast_preview``
+    and ``depsgraph_ms_fast_preview``, medians."""
     import bpy
     import numpy as np
+    from stiff_rods.addon.live_preview import EnvelopePreview
     from stiff_rods.addon.operators import step_live
 
     graph = bpy.context.evaluated_depsgraph_get()
@@ -230,6 +234,21 @@ def _depsgraph_ms(s, scene, ticks: int) -> dict:
         out[label] = float(np.median(ms))
     for m in mods:
         m.show_viewport = True
+    preview = EnvelopePreview(s, scene)
+    graph.update()
+    ms, tick = [], []
+    try:
+        for _ in range(ticks):
+            t = time.perf_counter()
+            step_live(s, scene, preview)
+            t1 = time.perf_counter()
+            graph.update()
+            tick.append(1e3 * (t1 - t))
+            ms.append(1e3 * (time.perf_counter() - t1))
+    finally:
+        preview.restore()
+    out["tick_ms_fast_preview"] = float(np.median(tick))
+    out["depsgraph_ms_fast_preview"] = float(np.median(ms))
     return out
 
 
