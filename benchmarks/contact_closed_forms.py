@@ -125,8 +125,10 @@ def capstan_rope(
     # the joint points only, and joints 0.02 r off the surface cannot close onto it while friction holds the rope
     rr = (cyl + r) if joints else (cyl + r) / np.cos(0.5 * (phi[1] - phi[0]))
     arc = np.stack((rr * np.sin(phi), pitch * phi, rr * np.cos(phi)), axis=1)
-    t_hi = np.array([np.cos(phi[-1]), pitch, -np.sin(phi[-1])])  # leaving at +θ/2 (load side)
-    t_lo = -np.array([np.cos(phi[0]), pitch, -np.sin(phi[0])])  # leaving at −θ/2 (hold side)
+    # the helix's tangent d(arc)/dφ where the rope leaves it: the straight ends continue it without a kink (a kink
+    # of the axial slope, pitch/R against pitch, pushed the rows where the rope leaves along the cylinder's axis)
+    t_hi = np.array([rr * np.cos(phi[-1]), pitch, -rr * np.sin(phi[-1])])  # leaving at +θ/2 (load side)
+    t_lo = -np.array([rr * np.cos(phi[0]), pitch, -rr * np.sin(phi[0])])  # leaving at −θ/2 (hold side)
     t_hi, t_lo = t_hi / np.linalg.norm(t_hi), t_lo / np.linalg.norm(t_lo)
     n_st = int(round(straight / 0.02))
     s = np.linspace(0.0, straight, n_st + 1)[1:]

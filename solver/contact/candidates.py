@@ -98,6 +98,30 @@ class ContactCandidates(ContactState):
         twin[hi] = np.isin(succ_all[seg[hi]] * n + which[hi], lo_keys)
         return twin
 
+    def _near_joint_rows(self, seg, z, which) -> np.ndarray:
+        """Collider rows at an interior point of a segment within its radius of an end whose joint point has a row
+        against the same collider (its own or the next segment's): a straight rope end leaving a cylinder touches
+        it just beside the joint point where it leaves, and the two nearly coincident rows made the joint-and-contact
+        solve of the semismooth method ill-conditioned (the capstan's rope diverged within a step). Returns the mask
+        of those rows."""
+        m = self.model
+        self._joint_twins(seg[:0], z[:0], which[:0])  # makes _succ_all
+        succ = self._succ_all
+        half = 0.5 * m.lengths[seg]
+        tol = 1e-9 * half
+        lo, hi = np.abs(z + half) <= tol, np.abs(z - half) <= tol
+        n = m.n_segments + 1
+        # a joint point by its −z side: (segment, collider) of the lower end, or of the upper end with no successor
+        nxt = np.where(succ[seg] >= 0, succ[seg], seg)
+        up = np.where(succ[seg] >= 0, 0, 1)
+        key_lo = (seg * 2) * n + which
+        key_hi = (nxt * 2 + up) * n + which
+        keys = np.concatenate((key_lo[lo], key_hi[hi]))
+        inner = ~(lo | hi)
+        near_lo = inner & (z + half <= self.radius[seg]) & np.isin(key_lo, keys)
+        near_hi = inner & (half - z <= self.radius[seg]) & np.isin(key_hi, keys)
+        return near_lo | near_hi
+
     @staticmethod
     def _between_joint_rows(seg, z, which, half) -> np.ndarray:
         """Collider rows at an interior point of a segment both of whose ends have rows against the same collider.

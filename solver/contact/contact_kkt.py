@@ -110,6 +110,7 @@ def solve_joints_and_contacts(
     grow_rounds: int = 0,
     active=None,
     exact: bool = False,
+    fixed_normals: bool = False,
 ):
     """One Newton step (Eq. 22) for all joints, the active contacts and their friction rows.
 
@@ -139,7 +140,8 @@ def solve_joints_and_contacts(
     ``active`` (k,) bool, optional: the normal rows' states given by the caller (with ``friction.sliding`` the
     friction rows'), instead of ``touch``; with ``rounds=1`` the call is one linear solve in those states (the
     semismooth Newton step of :meth:`~solver.contact.response.ContactResponse._project_semismooth`). ``exact``: an
-    active row that is open closes its gap (``C + ΔC + α̃λ = 0``) instead of holding it.
+    active row that is open closes its gap (``C + ΔC + α̃λ = 0``) instead of holding it. ``fixed_normals``: the
+    normal rows keep the given states in every round (only friction rows change state).
     Returns Δx (n_free, 6), Δλ of the joints (m, 6), of the normals (k,) and of the tangents (k, 2).
     """
     m, k = joint_rows.n_joints, free_a.size
@@ -214,6 +216,8 @@ def solve_joints_and_contacts(
         # when it pulls by more than a 1e-6 share of the largest push
         leaving = active & (lam_n < -1e-6 * max(float(lam_n.max(initial=0.0)), 1e-300)) & (not growing)
         entering = ~active & (c_now + jac[6 * m : 6 * m + k] @ dx < -enter_depth)
+        if fixed_normals:
+            leaving[:], entering[:] = False, False
         changed = bool(leaving.any() or entering.any())
         # Rows start sliding only in a round where the normal active set has settled for the current ones:
         # changing both at once cycles in a stack of coils until the round cap (docs/notes/contacts.md).

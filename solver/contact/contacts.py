@@ -115,10 +115,14 @@ class Contacts(ContactCandidates, PostStabilisation):
     box (0: the normal active set never settled, so no friction row started sliding).
     ``direct_method``: ``"active_set"`` (the above) or ``"semismooth"``: one semismooth Newton step on the
     Alart–Curnier conditions per iteration instead (``ContactResponse._project_semismooth``), with one row per
-    joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps).
+    joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps);
+    ``friction_rounds``: solves per Newton step at most in which its friction rows settle their states with the
+    normal states held (stick → slide over the Coulomb bound, slide → stick where friction would push along the
+    slip, each row once).
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
-    frictionless rope over a cylinder and meets the inclined plane's closed forms; it does not yet converge on
-    the capstan with friction, and edge rows (``Collider.edges``) under it threw a rod off a box.
+    frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
+    μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does
+    not converge on a sliding rope, and edge rows (``Collider.edges``) under it threw a rod off a box.
     ``direct_max_move`` [m] (optional): a direct solve whose Newton step would move some segment's surface
     farther is scaled down to that distance (damped Newton; ``damped_solves`` counts them): far outside
     the linear regime a full step overshoots and feeds energy into the motion (docs/notes/contacts.md).
@@ -170,6 +174,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         keep_reports: int = 100000,
         direct_method: str = "active_set",
         line_search: int = 6,
+        friction_rounds: int = 8,
     ):
         self.model = model
         self.colliders = list(colliders)
@@ -214,6 +219,9 @@ class Contacts(ContactCandidates, PostStabilisation):
         if int(line_search) != line_search or line_search < 0:
             raise ValueError(f"line_search must be an integer >= 0 (halvings of the Newton step), got {line_search!r}")
         self.line_search = int(line_search)
+        if int(friction_rounds) != friction_rounds or friction_rounds < 1:
+            raise ValueError(f"friction_rounds must be an integer >= 1, got {friction_rounds!r}")
+        self.friction_rounds = int(friction_rounds)
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
@@ -314,6 +322,8 @@ class Contacts(ContactCandidates, PostStabilisation):
                 # one row per joint point and none between two (``_project_semismooth``, ``_between_joint_rows``)
                 keep = ~self._between_joint_rows(seg, z, which, 0.5 * self.model.lengths[seg])
                 seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
+                keep = ~self._near_joint_rows(seg, z, which)
+                seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
                 keep = ~self._joint_twins(seg, z, which)
                 seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
             sa, sb, za, zb = seg, np.full(seg.size, -1, np.int64), z, np.zeros(seg.size)
@@ -346,12 +356,22 @@ class Contacts(ContactCandidates, PostStabilisation):
             ends1, ends0, faces = (np.concatenate((e, _empty(i.size, 2, 3))) for e in (ends1, ends0, faces))
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
+        semismooth = self.response == "direct" and self.direct_method == "semismooth"
+        warm = self._warm_impulses(sim) if semismooth else None
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
         self._collider_of = np.concatenate((which, np.full(sa.size - which.size, -1, np.int64)))  # −1: edge or self
         self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
         self._edge_ends = (ends1, ends0, faces)
         self.normal_impulse = np.zeros(sa.size)
         self.tangent_impulse = np.zeros((sa.size, 3))
+        # The last step's normal impulse of each row at the same material point (semismooth): the friction bound
+        # μλ_n of the step's first Newton iterate, whose own λ is 0 (the iterate starts at the prediction, and
+        # x − x̂ = M⁻¹Jᵀλ holds only with λ from 0: impulses carried over without their motion let the rope sink
+        # into the cylinder by its compliance every step)
+        self._warm_normal = np.zeros(sa.size)
+        if warm:
+            for i, key in enumerate(self._row_keys()):
+                self._warm_normal[i] = warm.get(key, 0.0)
         self._sliding = np.zeros((sa.size, 2), np.int8)
         self._first_solve = True
         self._step_iterations, self._step_residual, self._step_solves = 0, 0.0, len(self.solve_log)
@@ -364,11 +384,33 @@ class Contacts(ContactCandidates, PostStabilisation):
         for _ in range(self.pre_sweeps):
             for batch in self._batches:
                 self._project_batch(sim, batch)
-        # the pose the last semismooth Newton step left, first the prediction (``_project_semismooth``)
-        self._newton_pose = None
         self._ss_states = None
-        if self.response == "direct" and self.direct_method == "semismooth":
-            self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
+
+    def _row_keys(self) -> list[tuple]:
+        """One key per row that a row of the next step at the same material point shares: the segments, the
+        collider (−1: edge or self) and the axis coordinates (a joint point's row is at ±half the length)."""
+        return list(
+            zip(
+                self.sa.tolist(),
+                self.sb.tolist(),
+                self._collider_of.tolist(),
+                np.round(self.za, 9).tolist(),
+                np.round(self.zb, 9).tolist(),
+                strict=True,
+            )
+        )
+
+    def _warm_impulses(self, sim) -> dict:
+        """λ_n of the pushing rows of the last step by :meth:`_row_keys`, scaled to this step's h (λ = F h²)."""
+        h = sim.dt
+        last = getattr(self, "_warm_h", None)
+        self._warm_h = h
+        if last is None or not hasattr(self, "_collider_of") or self.normal_impulse.size != self.sa.size:
+            return {}
+        scale = (h / last) ** 2
+        push = self.normal_impulse > 0.0
+        keys = self._row_keys()
+        return {keys[i]: scale * float(self.normal_impulse[i]) for i in np.flatnonzero(push)}
 
     def _batch(self, idx, x, q, anchor_b, direct=False) -> dict:
         """Everything about the contacts of one colour that stays fixed during the step. ``direct``: the
@@ -414,6 +456,15 @@ class Contacts(ContactCandidates, PostStabilisation):
     @property
     def _colours(self) -> list[np.ndarray]:
         return [b["idx"] for b in getattr(self, "_batches", [])]
+
+    @property
+    def solves_joints(self) -> bool:
+        """True while the semismooth direct response has rows this step: its Newton step solves the joints with the
+        contacts, so the Simulator skips its joint-only step (which does not see the contacts and pulled a loaded
+        rope 0.2–2 r into a cylinder between two Newton steps). The active set keeps the joint-only step: without
+        it the frictionless drape gained up to 1.1e-2 J in a step and slid 1.2 mm in 0.5 s (with it 9e-5 J,
+        0.07 mm; docs/notes/contacts.md)."""
+        return self.response == "direct" and self.direct_method == "semismooth" and self.n_contacts > 0
 
     @property
     def n_active(self) -> int:

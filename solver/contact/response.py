@@ -230,40 +230,56 @@ class ContactResponse(ContactRows):
         1991, "A mixed formulation for frictional contact problems prone to Newton like solution methods",
         CMAME 92: 353–375), joints and contacts in one sparse direct solve (:mod:`solver.contact.contact_kkt`).
 
-        With C̃ = C + α̃λ of each row (compliant, as the joints) and ρ = 1/(w + α̃) its local stiffness (w: the
-        generalised inverse mass along the row), the contact holds where
+        With C̃ = C + α̃λ of each row (compliant, as the joints), ρ = 1/(w + α̃) a normal row's local stiffness (w:
+        the generalised inverse mass along the row) and ρ_t = 1/α̃_t a friction row's, the contact holds where
 
-            λ_n = max(0, λ_n − ρ C̃_n)                 (normal: λ_n ≥ 0, C̃_n ≥ 0, λ_n C̃_n = 0)
-            λ_t = proj_[−μλ_n, μλ_n](λ_t − ρ C̃_t)      (friction, per tangent: stick inside, slide on the bound)
+            λ_n = max(0, λ_n − ρ C̃_n)                   (normal: λ_n ≥ 0, C̃_n ≥ 0, λ_n C̃_n = 0)
+            λ_t = proj_[−μλ_n, μλ_n](λ_t − ρ_t C̃_t)      (friction, per tangent: stick inside, slide on the bound)
+
+        (any ρ > 0 gives the same solutions; with ρ_t = 1/α̃_t the projection reads λ_t = proj(−C_t/α̃_t), the
+        compliant Coulomb law itself, so a friction row's state follows its slip on the scale of its compliance.
+        With the normal rows' ρ, whose w is a rope segment's own (6000 /kg) where the rope's tangential motion
+        moves the whole rope and its end blocks, the friction rows' states followed λ_t alone and cycled.)
 
         Both sides are piecewise smooth, so Newton's method with an element of the generalised Jacobian
         converges locally superlinearly (Qi & Sun 1993; for contact, Alart & Curnier 1991 and the
         primal–dual active-set reading of Hintermüller, Ito & Kunisch 2002): at each iteration every row's
         state is read off the projection at the current iterate (normal active where λ_n − ρ C̃_n > 0;
-        friction sticking where |λ_t − ρ C̃_t| ≤ μ max(λ_n − ρC̃_n, 0), else sliding towards the sign of
-        λ_t − ρ C̃_t) and one linear solve in those states is the Newton step: active normal and sticking rows
+        friction sticking where |λ_t − ρ_t C̃_t| ≤ μ max(λ_n − ρC̃_n, 0), else sliding towards the sign of
+        λ_t − ρ_t C̃_t) and one linear solve in those states is the Newton step: active normal and sticking rows
         take Eq. 22's rows, inactive ones release their impulse, sliding ones hold λ_t = s μ λ_n (t₁ along a's
-        axis in the tangent plane, t₂ = n × t₁: a basis that does not turn with a near-zero slip). No inner
-        active-set rounds: the Simulator's iterations are the Newton iterations, and the geometry (points,
-        normals, plain collider gaps by their signed distance) is evaluated again at each. The iterations stop
-        when the residual below (and the joints') meets the Simulator's tolerance.
+        axis in the tangent plane, t₂ = n × t₁: a basis that does not turn with a near-zero slip). The normal
+        states are the Newton method's; the friction states are settled within the step's solve by up to
+        ``Contacts(friction_rounds=)`` solves with the normal states held (stick → slide where λ_t leaves the
+        bound, slide → stick where friction would push along the slip, each row once: the rope's friction rows are
+        one statically indeterminate set, where one state change per Newton step cycled). The Simulator's
+        iterations are the Newton iterations, and the geometry (points, normals, plain collider gaps by their signed
+        distance) is evaluated again at each. The iterations stop when the residual below (and the joints') meets
+        the Simulator's tolerance.
 
         What keeps it a Newton method (each measured on a frictionless rope over a cylinder, tests/
         test_contact_closed_forms.py, where without it the iterations diverged within 3–20 steps):
         - The iterate is the pose and the impulses together: λ + Δλ is kept as it comes, also negative (a row that
           pulls is released by the next iteration's Δλ = −λ, which moves the pose back); clamped to λ ≥ 0 while
           the pose kept the pull, hidden adhesion built up, 400 times the rope's load on its rows.
-        - The Simulator runs a joint-only solve before each ``project``; it does not see the contacts, and with a
-          rope's tension it pulled the rope 0.2–2 r into the cylinder between two Newton steps. It is undone: each
-          call starts from the pose, joint impulses and contact impulses the last Newton step left (the first
-          from the step's prediction). The Newton step solves the joints with the contacts, so nothing is lost.
+        - The Newton step solves the joints with the contacts, and the Simulator skips its joint-only solve while
+          this set has rows (``Contacts.solves_joints``): that solve does not see the contacts, and with a rope's
+          tension it pulled the rope 0.2–2 r into the cylinder between two Newton steps.
         - The first iterate (the prediction, λ = 0) has no active row by the rule above: rows that touch there
           (C < ``direct_touch`` radii) start active and hold their gap for that solve; the residual it returns
           asks for at least one more iteration.
         - Rows (``Contacts.begin_step``): one per joint point against a collider (the two segment ends meeting at
-          a joint are one material point), and none at a segment's interior closest point where both its ends
-          have rows (``_between_joint_rows``).
+          a joint are one material point), none at a segment's interior closest point where both its ends
+          have rows (``_between_joint_rows``), and none within the segment's radius of a joint point with a row
+          (``_near_joint_rows``: where a straight rope end leaves a cylinder, two nearly coincident rows made the
+          solve ill-conditioned and the capstan's rope diverged within a step).
         - Friction rows change state only in iterations whose normal states held (staged, as in the active set).
+          Between iterations a sliding row keeps its direction while its slip opposes its friction and sticks
+          where friction would push along the slip; it never flips straight to the other bound (with the slip
+          test alone a rod on a slope jumped between ±μλ_n).
+        - The step's first solve takes each friction row's bound from its λ_n at the end of the last step
+          (``Contacts._warm_normal``; the iterate's own λ is 0 at the prediction, where every bound is 0); a row new
+          this step sticks in it.
         - Line search (Macklin et al. 2019, "Non-smooth Newton methods for deformable multi-body dynamics", ACM TOG
           38(5)): the step is halved, up to ``Contacts(line_search=)`` times, until the merit max(natural map,
           joints' translational ‖C + α̃λ‖∞) at the trial iterate (geometry evaluated again) falls by the factor
@@ -273,13 +289,10 @@ class ContactResponse(ContactRows):
         ``direct_max_move`` scales a step down as in the active-set solve.
 
         Returns the residual of the iterate the solve started from [m], the natural map of the conditions
-        above: the largest of |min(C̃_n, λ_n/ρ)| per normal row and |λ_t − proj(λ_t − ρC̃_t)|/ρ per tangent row
-        of a pushing contact (0 exactly where they hold)."""
+        above: the largest of |min(C̃_n, λ_n/ρ)| per normal row and |λ_t − proj(λ_t − ρ_t C̃_t)|/ρ_t per tangent
+        row of a pushing contact (0 exactly where they hold)."""
         if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
             return 0.0
-        if self._newton_pose is not None:
-            # the Simulator's joint-only solve since the last Newton step does not see the contacts: undone
-            sim.positions[...], sim.orientations[...], sim.lam[...] = self._newton_pose
         first = self._first_solve
         self._first_solve = False
         st = self._semismooth_state(sim, first)
@@ -287,7 +300,23 @@ class ContactResponse(ContactRows):
         sliding = None
         if friction is not None:
             states = np.where(active[:, None] & (np.abs(st["aug_t"]) > st["bound"]), np.sign(st["aug_t"]), 0)
+            if first:
+                # λ = 0 at the prediction, where every bound μ max(λ_n − ρC̃_n, 0) is 0 and the prediction's slip
+                # would set each row sliding in whatever direction it drifted: the first solve takes the bound from
+                # the row's λ_n at the end of the last step (Contacts._warm_normal), and a row new this step sticks
+                warm = self._warm_normal
+                bound = (self.mu * warm)[:, None]
+                states = np.where(active[:, None] & (np.abs(st["aug_t"]) > bound), np.sign(st["aug_t"]), 0)
+                states[warm <= 0.0] = 0
             held = self._ss_states
+            if held is not None:
+                # A sliding row keeps its direction while its slip opposes its friction; one whose friction would
+                # push along its slip sticks (as in the active set), never flips straight to the other bound: with
+                # the slip test alone the rows of a rod on a slope jumped between ±μλ_n, with the λ test alone the
+                # rows of a rope on a cylinder cycled with period 4 (docs/notes/contacts.md)
+                prev = held[1]
+                reverse = prev * st["slip"] > 0.0
+                states = np.where((prev != 0) & active[:, None], np.where(reverse, 0, prev), states)
             if held is not None and not np.array_equal(held[0], active):
                 # the normal states changed: friction keeps its states from the last iteration (staged)
                 states = np.where(active[:, None], held[1], 0)
@@ -312,12 +341,18 @@ class ContactResponse(ContactRows):
             st["c_tilde"],
             st["alpha"],
             st["lam"],
-            rounds=1,
+            rounds=self.friction_rounds if friction is not None else 1,
             friction=friction,
             stats=stats,
             active=active,
             exact=not first,
+            fixed_normals=True,
         )
+        if friction is not None:
+            # the friction states the solve's rounds settled on (stick → slide over the bound, slide → stick where
+            # friction would push along the slip, each row once): the next iteration starts from them
+            self._ss_states = (active.copy(), friction.sliding.astype(np.int8))
+            sliding = friction.sliding.copy()
         limit = self.direct_max_move
         if limit is not None:
             reach = np.linalg.norm(dx[:, :3], axis=1) + (
@@ -347,7 +382,6 @@ class ContactResponse(ContactRows):
             self._take(sim, start, step, dx, dl_joint, lam, dl_c, lam_t)
         if step < 1.0:
             self.damped_solves += 1
-        self._newton_pose = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         # the first solve's start is no Newton iterate (its states were picked): at least one more iteration
         return max(st["residual"], 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12) if first else st["residual"]
 
@@ -397,15 +431,17 @@ class ContactResponse(ContactRows):
             aug_n = np.where(c < self.direct_touch * self.rest, np.maximum(aug_n, 1e-300), aug_n)
         active = aug_n > 0.0
         residual = float(np.max(np.abs(np.minimum(c_tilde, lam / rho)), initial=0.0))
-        friction, basis, aug_t, bound = None, None, None, None
+        friction, basis, aug_t, bound, slip = None, None, None, None, None
         if np.any(self.mu > 0.0):
             friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=True)
-            aug_t = friction.lam - rho[:, None] * friction.rhs
+            rho_t = 1.0 / friction.alpha
+            aug_t = friction.lam - rho_t * friction.rhs
+            slip = friction.rhs - friction.alpha * friction.lam  # C_t [m]
             bound = (self.mu * np.maximum(aug_n, 0.0))[:, None]
             proj = np.clip(aug_t, -bound, bound)
             on = active & (self.mu > 0.0)
             if on.any():
-                residual = max(residual, float(np.max(np.abs(friction.lam - proj)[on] / rho[on, None])))
+                residual = max(residual, float(np.max((np.abs(friction.lam - proj) / rho_t)[on])))
         if residual_only:
             return residual
         return dict(
@@ -414,6 +450,7 @@ class ContactResponse(ContactRows):
             basis=basis,
             aug_t=aug_t,
             bound=bound,
+            slip=slip,
             residual=residual,
             gradients=self._free_gradients(sim, b, n, za, zb, na_body, nb_body),
             c_tilde=c_tilde,

@@ -68,10 +68,11 @@ class ContactState:
     _all: dict[str, Any]
     _first_solve: bool
     _t1: float
-    _newton_pose: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     _succ_all: np.ndarray | None
     _ss_states: tuple[np.ndarray, np.ndarray] | None
     line_search: int
+    friction_rounds: int
+    _warm_normal: np.ndarray
     _collider_of: np.ndarray
     colliders: list
 

@@ -507,13 +507,19 @@ class Simulator:
 
     def iterate(self, solver: str | None = None) -> float:
         """One solver iteration: the tree joints (lines 6–9 for ``"kkt"``, an Eq. 21 sweep for ``"gs"``), then one
-        Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). Returns the iteration's residual:
+        Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). With ``"kkt"``, a set whose
+        ``solves_joints`` is true this iteration solves the joints together with its rows, and the joint-only step
+        is skipped. Returns the iteration's residual:
         the max of the joints' ``‖C + α̃λ‖∞`` after the iteration and of the residuals the sets report."""
         solver = self.solver if solver is None else solver
         if solver not in ("kkt", "gs"):
             raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
+        # a set that solves the joints together with its own rows (``solves_joints``, e.g. direct contacts) makes
+        # the joint-only step redundant: it would move the joints without seeing that set's rows
+        joints_elsewhere = solver == "kkt" and any(getattr(c, "solves_joints", False) for c in self.gs_constraints)
         if self.model.n_joints and solver == "kkt":
-            self._kkt_iteration()
+            if not joints_elsewhere:
+                self._kkt_iteration()
         elif self.model.n_joints:
             if self._colours is None:
                 self._colours = colour_joints(self._seg_a, self._seg_b)
