@@ -107,6 +107,7 @@ class ContactCandidates(ContactState):
         m = self.model
         self._joint_twins(seg[:0], z[:0], which[:0])  # makes _succ_all
         succ = self._succ_all
+        assert succ is not None  # made by _joint_twins
         half = 0.5 * m.lengths[seg]
         tol = 1e-9 * half
         lo, hi = np.abs(z + half) <= tol, np.abs(z - half) <= tol
