@@ -152,25 +152,16 @@ class AerodynamicDrag:
         ±e with e = ω × (a d3), which is normal to the axis d3. So with w0 = u − v the point values are
         w± = w0 ∓ e, their axial parts are equal and every sum over the two points is written out, on
         (k,) and (k, 3) arrays only (a quarter of the work of (k, 2, 3) arrays and their contractions)."""
+        segs = self.segments
+        kernel = compiled.drag_kernel() if segs.size and getattr(sim, "compiled", False) else None
+        if kernel is not None:
+            return self.compiled_loads(sim, kernel)
         m = self.model
         n = m.n_segments
         forces = np.zeros((n, 3))
         torques = np.zeros((n, 3))
         damping = np.zeros((n, 6))
-        segs = self.segments
         if segs.size == 0:
-            self.implicit_damping = damping
-            return forces, torques
-        kernel = compiled.drag_kernel() if getattr(sim, "compiled", False) else None
-        if kernel is not None:
-            u = np.ascontiguousarray(self.wind.velocity(sim.positions[segs], sim.time), dtype=float)
-            kernel.drag_loads(
-                segs, self.rods.size, _c(sim.orientations), _c(sim.angular_velocities), _c(sim.velocities), u,
-                self._gauss_arm, self._half_weight, _c(m.radii), self._plate_width, self._roll, self.cd_branch,
-                self.cd_leaf_normal, self.cd_leaf_tangential, self.leaf_vogel_exponent,
-                self.leaf_reconfiguration_speed, _c(m.masses), _c(m.inertia), _c(m.lengths), float(sim.dt),
-                MAX_PLATE_SHIFT, MAX_PLATE_TURN, forces, torques, damping,
-            )  # fmt: skip
             self.implicit_damping = damping
             return forces, torques
         rot = quat.to_matrix(sim.orientations[segs])  # columns: local x, y, z in world
@@ -241,6 +232,22 @@ class AerodynamicDrag:
             torques[self.plates] += tz[:, None] * d3[k_rod:]
             damping[self.plates, 5] = 2.0 * self._roll * np.abs(wz_body)
             self._limit_plate_step(sim, forces, torques, damping, rot[k_rod:])
+        self.implicit_damping = damping
+        return forces, torques
+
+    def compiled_loads(self, sim, kernel):
+        """:meth:`__call__` by ``kernel`` (the module :mod:`solver.air._drag_kernel`): the same loads and
+        :attr:`implicit_damping`, in one compiled pass over the segments."""
+        m, segs = self.model, self.segments
+        forces, torques, damping = np.zeros((m.n_segments, 3)), np.zeros((m.n_segments, 3)), np.zeros((m.n_segments, 6))
+        u = np.ascontiguousarray(self.wind.velocity(sim.positions[segs], sim.time), dtype=float)
+        kernel.drag_loads(
+            segs, self.rods.size, _c(sim.orientations), _c(sim.angular_velocities), _c(sim.velocities), u,
+            self._gauss_arm, self._half_weight, _c(m.radii), self._plate_width, self._roll, self.cd_branch,
+            self.cd_leaf_normal, self.cd_leaf_tangential, self.leaf_vogel_exponent,
+            self.leaf_reconfiguration_speed, _c(m.masses), _c(m.inertia), _c(m.lengths), float(sim.dt),
+            MAX_PLATE_SHIFT, MAX_PLATE_TURN, forces, torques, damping,
+        )  # fmt: skip
         self.implicit_damping = damping
         return forces, torques
 
