@@ -220,35 +220,32 @@ def _depsgraph_ms(s, scene, ticks: int) -> dict:
 
     graph = bpy.context.evaluated_depsgraph_get()
     mods = [m for o in scene.objects if o.type in {"CURVE", "MESH"} for m in o.modifiers if m.type == "ARMATURE"]
+
+    def timed(preview=None) -> tuple[float, float]:
+        """Medians over ``ticks`` of the tick and of the depsgraph update after it [ms]."""
+        graph.update()
+        tick, update = [], []
+        for _ in range(ticks):
+            t0 = time.perf_counter()
+            step_live(s, scene, preview)
+            t1 = time.perf_counter()
+            graph.update()
+            tick.append(1e3 * (t1 - t0))
+            update.append(1e3 * (time.perf_counter() - t1))
+        return float(np.median(tick)), float(np.median(update))
+
     out = {}
     for label, on in (("depsgraph_ms", True), ("depsgraph_ms_armature_modifiers_off", False)):
         for m in mods:
             m.show_viewport = on
-        graph.update()
-        ms = []
-        for _ in range(ticks):
-            step_live(s, scene)
-            t = time.perf_counter()
-            graph.update()
-            ms.append(1e3 * (time.perf_counter() - t))
-        out[label] = float(np.median(ms))
+        out[label] = timed()[1]
     for m in mods:
         m.show_viewport = True
     preview = EnvelopePreview(s, scene)
-    graph.update()
-    ms, tick = [], []
     try:
-        for _ in range(ticks):
-            t = time.perf_counter()
-            step_live(s, scene, preview)
-            t1 = time.perf_counter()
-            graph.update()
-            tick.append(1e3 * (t1 - t))
-            ms.append(1e3 * (time.perf_counter() - t1))
+        out["tick_ms_fast_preview"], out["depsgraph_ms_fast_preview"] = timed(preview)
     finally:
         preview.restore()
-    out["tick_ms_fast_preview"] = float(np.median(tick))
-    out["depsgraph_ms_fast_preview"] = float(np.median(ms))
     return out
 
 
