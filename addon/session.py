@@ -163,13 +163,13 @@ class Session:
         product per pair and one per vertex. A vertex of no weight takes the identity as its bone; vertices
         of several bones keep the per-vertex blend (a sparse weight matrix) and solve."""
         cache = getattr(self, "_leaf_blend_cache", None)
-        if cache is not None and cache["binding"] is self.leaf_binding:
+        if cache is not None and cache["binding"] is self.leaf_binding and cache["model"] is self.model:
             return cache
         from scipy import sparse
 
         lm = self.leaf_mesh
         assert lm is not None
-        used, seg, _ = self.leaf_binding
+        used, seg, local = self.leaf_binding
         n = lm.co.shape[0]
         total = np.bincount(lm.weight_vertex, lm.weight, minlength=n)
         count = np.bincount(lm.weight_vertex[lm.weight > 0], minlength=n)
@@ -190,10 +190,16 @@ class Session:
         blend = sparse.csr_matrix(
             (lm.weight[keep] / total[vertex], (row[vertex], col[keep])), shape=(multi.size, bone_seg.size)
         )
+        single_index = np.flatnonzero(single)
         cache = dict(
             binding=self.leaf_binding,
+            model=self.model,
             bone_seg=bone_seg,
-            single=np.flatnonzero(single),
+            # the drawn pose of the bones' segments, D_b's rest side: R_b⁰ᵀ and c_b⁰
+            rest_rotation_t=quat.to_matrix(self.model.orientations[bone_seg]).transpose(0, 2, 1),
+            rest_position=self.model.positions[bone_seg],
+            single_vertex=used[single_index],
+            single_local=local[single_index],
             pair_seg=pairs // (bone_seg.size + 1),
             pair_bone=pairs % (bone_seg.size + 1),
             pair_of=pair_of.ravel(),
@@ -215,11 +221,11 @@ class Session:
         lm = self.leaf_mesh
         assert lm is not None
         b = self._leaf_blend()
-        used, _, local = self.leaf_binding
+        used = self.leaf_binding[0]
         s = b["bone_seg"]
         positions, orientations = self.frame_state()
-        motion = quat.to_matrix(orientations[s]) @ quat.to_matrix(self.model.orientations[s]).transpose(0, 2, 1)
-        shift = positions[s] - np.einsum("wij,wj->wi", motion, self.model.positions[s])  # D_b(x) = motion x + shift
+        motion = quat.to_matrix(orientations[s]) @ b["rest_rotation_t"]
+        shift = positions[s] - np.einsum("wij,wj->wi", motion, b["rest_position"])  # D_b(x) = motion x + shift
         inv = b["inverse"]
         out = lm.co_local.astype(float)
         # one bone: base = D_b⁻¹(x) = motionᵀ (x − shift) (a rotation), object-local: P_b x + o_b
@@ -228,8 +234,8 @@ class Session:
         ps, pb = b["pair_seg"], b["pair_bone"]
         c = p[pb] @ quat.to_matrix(orientations[ps])
         d = np.einsum("pij,pj->pi", p[pb], positions[ps]) + o[pb]
-        k, single = b["pair_of"], b["single"]
-        out[used[single]] = np.einsum("vij,vj->vi", c[k], local[single]) + d[k]
+        k = b["pair_of"]
+        out[b["single_vertex"]] = np.einsum("vij,vj->vi", c[k], b["single_local"]) + d[k]
         multi = b["multi"]
         if multi.size:
             x = self._carried_leaf_vertices(positions, orientations, multi)
