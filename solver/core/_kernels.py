@@ -101,24 +101,25 @@ def _forward_node(k, sign, child_ptr, child_pos, w, lower, t, r):
 
 @nb.njit(**_JIT)
 def newton_forward(
-    evaluate, refactor, substitute, x, q, lam, alpha, mass_diag, sign, node_index, parent_pos, child_ptr, child_pos,
-    eval_at, rotation_strain, joint, parent, child, point_parent, point_child, inv_l, rest, rest_strain, mask, frame,
-    basis_t, slot_a, transposed_a, slot_b, transposed_b, c, w, lower, t,
+    evaluate, refactor, substitute, x, q, lam, alpha, mass_diag, mass_row, sign, node_index, parent_pos, child_ptr,
+    child_pos, eval_at, rotation_strain, joint, parent, child, point_parent, point_child, inv_l, rest, rest_strain,
+    mask, frame, basis_t, slot_a, transposed_a, slot_b, transposed_b, c, w, lower, t,
 ):  # fmt: skip
     """The forward half of a Newton iteration, one pass over the nodes in elimination order (or, with
     ``substitute`` false, the constraint values alone).
 
-    Joints (constants in the order ``joint``, their rows in ``c``, ``lam``, ``alpha`` given by ``joint``):
-    with ``evaluate``, joint ``eval_at[k]`` (−1: none) gets ``c`` of Eq. 23 at the pose and, with ``refactor``,
-    its two Jacobian blocks written into ``w`` at their edge slots (−1: pinned side) just before node k, its
-    first consumer, is eliminated: the blocks are used while in cache. ``rest`` (m, 4) the rest Darboux
-    quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain (for "eq23"). Joint kinds (as
+    Joints: constants, ``lam`` and ``alpha`` in their elimination order (row i), ``c`` (m, 6) in row
+    ``joint[i]``. With ``evaluate``, joint ``eval_at[k]`` (−1: none) gets ``c`` of Eq. 23 at the pose and, with
+    ``refactor``, its two Jacobian blocks written into ``w`` at their edge slots (−1: pinned side) just before
+    node k, its first consumer, is eliminated: the blocks are used while in cache. ``rest`` (m, 4) the rest
+    Darboux quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain (for "eq23"). Joint kinds (as
     :class:`~solver.core.joint_constraint.JointEvaluator`): ``mask`` (m, 6) the row masks (0 rows: every row
     kept), a dropped row has c = 0 and a zero Jacobian row; ``frame`` (m,) −1 or the row of ``basis_t`` (Bᵀ,
     3×3) of a joint whose position rows are ``Bᵀ R_pᵀ (x_p + R_p p_p − x_c − R_c p_c)``.
 
-    Nodes (``sign`` +1 segment, −1 joint; ``node_index`` its row; parent's place and children's places as
-    CSR): with ``refactor``, the block LDLᵀ, per node ``s D = L Δ Lᵀ`` (L unit lower, Δ positive diagonal):
+    Nodes: ``sign`` +1 segment, −1 joint; ``node_index`` its row among the segments or the joints in their
+    elimination order; parent's place and children's places (CSR); ``mass_diag`` row ``mass_row[i]`` for
+    segment i. With ``refactor``, the block LDLᵀ, per node ``s D = L Δ Lᵀ`` (L unit lower, Δ > 0 diagonal):
     ``lower`` (N, 21) gets L's lower triangle packed by rows with Δ⁻¹ on the diagonal, ``w`` (N, 6, 6) its
     block G turned into V = L⁻¹ G; a segment without children keeps its diagonal mass as pivot (L = I, V = G).
     With ``substitute``, ``t`` (N, 6) gets the forward-substituted right-hand side L⁻¹ r, r = (0 per segment,
@@ -184,7 +185,7 @@ def newton_forward(
                     c[j, i] *= mask[i_, i]
             if not substitute:
                 for i in range(6):
-                    v = abs(c[j, i] + alpha[j, i] * lam[j, i])
+                    v = abs(c[j, i] + alpha[i_, i] * lam[i_, i])
                     if v > residual or v != v:
                         residual = v
             if jacobians:
@@ -253,30 +254,31 @@ def newton_forward(
             idx = node_index[k]
             if not refactor:  # the forward substitution alone
                 for i in range(6):
-                    r[i] = 0.0 if s > 0.0 else c[idx, i] + alpha[idx, i] * lam[idx, i]
+                    r[i] = 0.0 if s > 0.0 else c[joint[idx], i] + alpha[idx, i] * lam[idx, i]
                 _forward_node(k, sign, child_ptr, child_pos, w, lower, t, r)
                 continue
             if s > 0.0 and child_ptr[k] == child_ptr[k + 1]:  # a diagonal pivot
                 for i in range(21):
                     lower[k, i] = 0.0
                 for i in range(6):
-                    lower[k, i * (i + 3) // 2] = 1.0 / mass_diag[idx, i]
+                    lower[k, i * (i + 3) // 2] = 1.0 / mass_diag[mass_row[idx], i]
                     t[k, i] = 0.0
                 continue
             d10 = d20 = d21 = d30 = d31 = d32 = d40 = d41 = d42 = d43 = d50 = d51 = d52 = d53 = d54 = 0.0
             if s > 0.0:
-                d00, d11, d22 = mass_diag[idx, 0], mass_diag[idx, 1], mass_diag[idx, 2]
-                d33, d44, d55 = mass_diag[idx, 3], mass_diag[idx, 4], mass_diag[idx, 5]
+                d00, d11, d22 = mass_diag[mass_row[idx], 0], mass_diag[mass_row[idx], 1], mass_diag[mass_row[idx], 2]
+                d33, d44, d55 = mass_diag[mass_row[idx], 3], mass_diag[mass_row[idx], 4], mass_diag[mass_row[idx], 5]
                 r0 = r1 = r2 = r3 = r4 = r5 = 0.0
             else:
                 d00, d11, d22 = -alpha[idx, 0], -alpha[idx, 1], -alpha[idx, 2]
                 d33, d44, d55 = -alpha[idx, 3], -alpha[idx, 4], -alpha[idx, 5]
-                r0 = c[idx, 0] + alpha[idx, 0] * lam[idx, 0]
-                r1 = c[idx, 1] + alpha[idx, 1] * lam[idx, 1]
-                r2 = c[idx, 2] + alpha[idx, 2] * lam[idx, 2]
-                r3 = c[idx, 3] + alpha[idx, 3] * lam[idx, 3]
-                r4 = c[idx, 4] + alpha[idx, 4] * lam[idx, 4]
-                r5 = c[idx, 5] + alpha[idx, 5] * lam[idx, 5]
+                jm = joint[idx]
+                r0 = c[jm, 0] + alpha[idx, 0] * lam[idx, 0]
+                r1 = c[jm, 1] + alpha[idx, 1] * lam[idx, 1]
+                r2 = c[jm, 2] + alpha[idx, 2] * lam[idx, 2]
+                r3 = c[jm, 3] + alpha[idx, 3] * lam[idx, 3]
+                r4 = c[jm, 4] + alpha[idx, 4] * lam[idx, 4]
+                r5 = c[jm, 5] + alpha[idx, 5] * lam[idx, 5]
             for ci in range(child_ptr[k], child_ptr[k + 1]):  # the children's Schur updates s_c V_cᵀ Δ_c⁻¹ V_c
                 ch = child_pos[ci]
                 sc = sign[ch]
@@ -481,37 +483,21 @@ def scatter_rows(src, index, n, dst):
 
 @nb.njit(**_JIT)
 def fingerprint(words):
-    """A 64-bit FNV-1a hash of the words (an array's bits as uint64): whether an array changed, in one
-    sequential read."""
-    h = np.uint64(14695981039346656037)
+    """A 64-bit hash of the words (an array's bits as uint64), FNV-1a on words in four interleaved lanes (the
+    multiplications do not wait on each other), then the lanes hashed: any one word changed changes it (each
+    step is a bijection of the state); for whether an array changed, in one sequential read."""
     prime = np.uint64(1099511628211)
-    for i in range(words.shape[0]):
-        h = (h ^ words[i]) * prime
-    return h
-
-
-@nb.njit(**_JIT)
-def same_pose(x, q, x_saved, q_saved):
-    """Whether the pose equals the saved copy, element for element."""
-    if x.shape[0] != x_saved.shape[0]:
-        return False
-    for i in range(x.shape[0]):
-        for j in range(3):
-            if x[i, j] != x_saved[i, j]:
-                return False
-        for j in range(4):
-            if q[i, j] != q_saved[i, j]:
-                return False
-    return True
-
-
-@nb.njit(**_JIT)
-def copy_pose(x, q, x_saved, q_saved):
-    for i in range(x.shape[0]):
-        for j in range(3):
-            x_saved[i, j] = x[i, j]
-        for j in range(4):
-            q_saved[i, j] = q[i, j]
+    h0 = h1 = h2 = h3 = np.uint64(14695981039346656037)
+    n = words.shape[0]
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        h0 = (h0 ^ words[i]) * prime
+        h1 = (h1 ^ words[i + 1]) * prime
+        h2 = (h2 ^ words[i + 2]) * prime
+        h3 = (h3 ^ words[i + 3]) * prime
+    for i in range(n4, n):
+        h0 = (h0 ^ words[i]) * prime
+    return (((((h0 ^ h1) * prime) ^ h2) * prime) ^ h3) * prime
 
 
 @nb.njit(**_JIT)

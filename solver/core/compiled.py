@@ -304,11 +304,15 @@ class CompiledKKT:
         self._node_rank = np.empty(n, np.int64)
         self._node_rank[self._sign > 0] = np.arange(self.n_free)
         self._node_rank[self._sign < 0] = np.arange(m)
-        self._lam_e, self._alpha_e, self._c_e = np.zeros((m, 6)), np.zeros((m, 6)), np.zeros((m, 6))
+        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((m, 6))
         self._mass_e = np.zeros((self.n_free, 6))
-        self._alpha_e_key = self._mass_e_key = self._alpha_key = self._mass_key = -1  # fingerprints (-1: none)
+        self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
+        self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
+        self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
         self._c_model = False  # whether _c (model order) holds _c_e
-        self._c_valid = False  # whether _c_e holds C at the pose _pose_x, _pose_q
+        self._last_residual: tuple[float, int, int] | None = None  # iterate's: (‖C + α̃λ‖∞, λ's, α̃'s fingerprint)
+        self._jrank = np.arange(m, dtype=np.int32)  # (the rows of _c_e)
         self._rotation_strain = ev.strain == "rotation"
         # joint kinds: row masks (none if every row is kept) and the parent-frame basis of framed position rows
         frame = np.full(m, -1, np.int64)
@@ -316,7 +320,7 @@ class CompiledKKT:
             frame[ev._framed] = np.arange(ev._framed.size)
         # the joint constants in the joints' elimination order (the kernels' ``jc``), read in sequence
         self._jc = (
-            np.arange(m, dtype=np.int64),  # each joint's row in the working arrays: its elimination rank
+            joint,
             np.ascontiguousarray(local[np.asarray(ev.parent, dtype=np.int64)[joint]]),
             np.ascontiguousarray(local[np.asarray(ev.child, dtype=np.int64)[joint]]),
             np.ascontiguousarray(ev.point_parent[joint], dtype=float),
@@ -338,12 +342,18 @@ class CompiledKKT:
         self._eval_at[first] = np.arange(m)
         if np.unique(first).size != m:
             raise RuntimeError("elimination schedule: two joints share their first consumer")
+        # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
+        for name in ("_node_index", "_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
+        for name in ("_free_order", "_local_seg", "_ranks"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
+        self._jc = (self._jrank,) + tuple(
+            np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc[1:]
+        )
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
         self._lower = np.zeros((n, 21))  # the pivots' s·D = L Δ Lᵀ: L packed by rows, Δ⁻¹ on its diagonal
         self._t = np.zeros((n, 6))
         self._c = np.zeros((m, 6))
-        self._pose_x = np.zeros((0, 3))
-        self._pose_q = np.zeros((0, 4))
         self._mass = self._alpha = None
         self._pending = False  # factor() called: renew at the next iterate/solve
         self.factored = False
@@ -357,8 +367,10 @@ class CompiledKKT:
         substituting."""
         if evaluate:
             self._c_model = False
+            self._last_residual = None
         bad = self._k.newton_forward(
             evaluate, refactor, substitute, self._xe, self._qe, self._lam_e, self._alpha_e, self._mass_e,
+            self._ranks,
             self._sign, self._node_rank, self._parent_pos, self._child_ptr, self._child_pos, self._eval_at,
             self._rotation_strain, *self._jc, self._c_e, self._w, self._lower, self._t,
         )  # fmt: skip
@@ -373,30 +385,45 @@ class CompiledKKT:
         self._k.gather_rows(x, self._local_seg, self._xe)
         self._k.gather_rows(q, self._local_seg, self._qe)
 
-    def _keep_pose(self, x, q) -> None:
-        """Remember the pose at which ``_c_e`` holds the values."""
-        if self._pose_x.shape != x.shape:
-            self._pose_x, self._pose_q = np.empty_like(x), np.empty_like(q)
-        self._k.copy_pose(x, q, self._pose_x, self._pose_q)
-        self._c_valid = True
+    def _pose_fingerprint(self, x, q) -> tuple[int, int]:
+        """Fingerprints of the pose (a changed pose changes them: one sequential read, no copy kept)."""
+        return self._fingerprint(np.ascontiguousarray(x, dtype=float)), self._fingerprint(
+            np.ascontiguousarray(q, dtype=float)
+        )
 
     def _current(self, x, q) -> bool:
-        return self._c_valid and bool(self._k.same_pose(x, q, self._pose_x, self._pose_q))
+        """Whether ``_c_e`` holds C at this pose."""
+        return self._pose_key is not None and self._pose_key == self._pose_fingerprint(x, q)
 
     def values(self, x, q) -> np.ndarray:
         """``C`` (m, 6) at the pose (evaluated again only if the pose changed); an internal array."""
         if not self._current(x, q):
             self._gather_pose(x, q)
             self._forward(True, False, False)  # (the residual it returns is of the last gathered λ: not used)
-            self._keep_pose(x, q)
+            self._pose_key = self._pose_fingerprint(x, q)
         if not self._c_model:
             self._k.scatter_rows(self._c_e, self._joint, self.n_joints, self._c)
             self._c_model = True
         return self._c
 
     def residual(self, x, q, lam, alpha) -> float:
-        """``‖C + α̃λ‖∞`` at the pose."""
-        return float(self._k.residual_norm(self.values(x, q), alpha, lam))
+        """``‖C + α̃λ‖∞`` at the pose: the one :meth:`iterate` found if the pose, λ and α̃ are still those."""
+        lam = np.ascontiguousarray(lam, dtype=float)
+        alpha = np.ascontiguousarray(alpha, dtype=float)
+        alpha_key = self._alpha_key if alpha is self._alpha else self._fingerprint(alpha)
+        current = self._current(x, q)
+        if current and self._last_residual is not None:
+            value, lam_key, last_alpha_key = self._last_residual
+            if lam_key == self._fingerprint(lam) and last_alpha_key == alpha_key:
+                return value
+        self._k.gather_rows(lam, self._joint, self._lam_e)
+        self._gather_alpha(alpha, alpha_key)
+        if current:
+            return float(self._k.residual_norm(self._c_e, self._alpha_e, self._lam_e))
+        self._gather_pose(x, q)
+        value = self._forward(True, False, False)
+        self._pose_key = self._pose_fingerprint(x, q)
+        return value
 
     # -------------------------------------------------------------------------------------- solver
     def factor(self, seg_mass_diag, joint_compliance) -> None:
@@ -404,8 +431,8 @@ class CompiledKKT:
         (n_free, 6) and compliances α̃ (m, 6)."""
         self._mass = np.ascontiguousarray(seg_mass_diag, dtype=float)
         self._alpha = np.ascontiguousarray(joint_compliance, dtype=float)
-        self._mass_key = self._fingerprint(self._mass)
         self._alpha_key = self._fingerprint(self._alpha)
+        self._mass_key = self._fingerprint(self._mass)
         self._pending = True
 
     def _fingerprint(self, a: np.ndarray) -> int:
@@ -434,7 +461,7 @@ class CompiledKKT:
             self._gather_alpha(self._alpha, self._alpha_key)
         else:
             self._gather_alpha(np.ascontiguousarray(alpha, dtype=float))
-        self._c_valid = False
+        self._pose_key = self._last_residual = None
         if refactor and self._mass_key != self._mass_e_key:
             k.gather_rows(self._mass, self._free_order, self._mass_e)
             self._mass_e_key = self._mass_key
@@ -449,7 +476,8 @@ class CompiledKKT:
         k.scatter_rows(self._qe, self._local_seg, self.n_free, q)
         k.scatter_rows(self._lam_e, self._joint, self.n_joints, lam)
         residual = self._forward(True, False, False)
-        self._keep_pose(x, q)
+        self._pose_key = self._pose_fingerprint(x, q)
+        self._last_residual = (residual, self._fingerprint(lam), self._alpha_e_key)
         return residual
 
     def solve(self, rhs_seg, rhs_joint):
