@@ -32,10 +32,11 @@ nb = importlib.import_module("numba")  # (imported by name: numba ships no type 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
-@nb.njit(**_JIT)
-def _rotation(q, r):
-    """``r = R(q)`` (3×3), q need not be normalised exactly (as quaternion.to_matrix)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
+@nb.njit(inline="always", **_JIT)
+def _rotation(q, row, r):
+    """``r = R(q[row])`` (3×3), q need not be normalised exactly (as quaternion.to_matrix). (Rows are passed
+    as indices, not views: a view costs a reference count per call.)"""
+    w, x, y, z = q[row, 0], q[row, 1], q[row, 2], q[row, 3]
     inv = 1.0 / (w * w + x * x + y * y + z * z)
     r[0, 0] = (w * w + x * x - y * y - z * z) * inv
     r[0, 1] = (x * y + y * x - w * z - z * w) * inv
@@ -48,18 +49,19 @@ def _rotation(q, r):
     r[2, 2] = (w * w - x * x - y * y + z * z) * inv
 
 
-@nb.njit(**_JIT)
-def _conj_mul(a, b, out):
-    """``out = ā ⊗ b``."""
-    out[0] = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
-    out[1] = a[0] * b[1] - b[0] * a[1] - (a[2] * b[3] - a[3] * b[2])
-    out[2] = a[0] * b[2] - b[0] * a[2] - (a[3] * b[1] - a[1] * b[3])
-    out[3] = a[0] * b[3] - b[0] * a[3] - (a[1] * b[2] - a[2] * b[1])
+@nb.njit(inline="always", **_JIT)
+def _conj_mul(a0, a1, a2, a3, q, row, out):
+    """``out = ā ⊗ q[row]``."""
+    b0, b1, b2, b3 = q[row, 0], q[row, 1], q[row, 2], q[row, 3]
+    out[0] = a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3
+    out[1] = a0 * b1 - b0 * a1 - (a2 * b3 - a3 * b2)
+    out[2] = a0 * b2 - b0 * a2 - (a3 * b1 - a1 * b3)
+    out[3] = a0 * b3 - b0 * a3 - (a1 * b2 - a2 * b1)
 
 
-@nb.njit(**_JIT)
-def _store(g, transposed, translation, rot_pos, rot_bend, mask, i_):
-    """``g = J`` (or ``Jᵀ`` if ``transposed``), ``J = [[translation, rot_pos], [0, rot_bend]]`` with its rows
+@nb.njit(inline="always", **_JIT)
+def _store(w, slot, transposed, translation, rot_pos, rot_bend, mask, i_):
+    """``w[slot] = J`` (or ``Jᵀ`` if ``transposed``), ``J = [[translation, rot_pos], [0, rot_bend]]`` with its rows
     scaled by ``mask[i_]`` (``mask`` with 0 rows: every row kept)."""
     masked = mask.shape[0] > 0
     for i in range(6):
@@ -70,12 +72,12 @@ def _store(g, transposed, translation, rot_pos, rot_bend, mask, i_):
             else:
                 v = 0.0 if h < 3 else rot_bend[i - 3, h - 3]
             if transposed:
-                g[h, i] = v * f
+                w[slot, h, i] = v * f
             else:
-                g[i, h] = v * f
+                w[slot, i, h] = v * f
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _pull_rhs(k, sign, child_ptr, child_pos, w, lower, t, r):
     """Add the children's ``s_c V_cᵀ Δ_c⁻¹ t_c`` to the right-hand side ``r``."""
     for ci in range(child_ptr[k], child_ptr[k + 1]):
@@ -87,7 +89,7 @@ def _pull_rhs(k, sign, child_ptr, child_pos, w, lower, t, r):
                 r[i] += w[c, h, i] * th
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _forward_node(k, sign, child_ptr, child_pos, w, lower, t, r):
     """``t_k = L_k⁻¹ (r + Σ_c s_c V_cᵀ Δ_c⁻¹ t_c)`` with the factorisation in place (``r`` is overwritten)."""
     _pull_rhs(k, sign, child_ptr, child_pos, w, lower, t, r)
@@ -149,8 +151,8 @@ def newton_forward(
             j = joint[i_]
             p, kc = parent[i_], child[i_]
             f = frame[i_]
-            _rotation(q[p], rp)
-            _rotation(q[kc], rc)
+            _rotation(q, p, rp)
+            _rotation(q, kc, rc)
             for i in range(3):
                 sd = x[p, i] - x[kc, i]
                 for h in range(3):
@@ -171,12 +173,12 @@ def newton_forward(
                 a[1] = pw * x0 + px * w0 + py * z0 - pz * y0
                 a[2] = pw * y0 - px * z0 + py * w0 + pz * x0
                 a[3] = pw * z0 + px * y0 - py * x0 + pz * w0
-                _conj_mul(a, q[kc], e)
+                _conj_mul(a[0], a[1], a[2], a[3], q, kc, e)
                 ls = -inv_l[i_] if e[0] < 0.0 else inv_l[i_]
                 for i in range(3):
                     c[j, 3 + i] = 2.0 * ls * e[1 + i]
             else:  # Eq. 23 literally
-                _conj_mul(q[p], q[kc], e)
+                _conj_mul(q[p, 0], q[p, 1], q[p, 2], q[p, 3], q, kc, e)
                 ls = inv_l[i_]
                 for i in range(3):
                     c[j, 3 + i] = 2.0 * ls * e[1 + i] - rest_strain[i_, i]
@@ -204,7 +206,7 @@ def newton_forward(
                             tr[i, h] = 1.0 if i == h else 0.0
                 if sa >= 0:
                     if rotation_strain:
-                        _rotation(rest[i_], rr)
+                        _rotation(rest, i_, rr)
                     else:
                         for i in range(3):
                             for h in range(3):
@@ -228,7 +230,7 @@ def newton_forward(
                         br[0, col] = -(e0 * rr[col, 0] + e3 * rr[col, 1] - e2 * rr[col, 2])
                         br[1, col] = -(-e3 * rr[col, 0] + e0 * rr[col, 1] + e1 * rr[col, 2])
                         br[2, col] = -(e2 * rr[col, 0] - e1 * rr[col, 1] + e0 * rr[col, 2])
-                    _store(w[sa], transposed_a[i_], tr, xr, br, mask, i_)
+                    _store(w, sa, transposed_a[i_], tr, xr, br, mask, i_)
                 if sb >= 0:
                     pc0, pc1, pc2 = point_child[i_, 0], point_child[i_, 1], point_child[i_, 2]
                     for i in range(3):  # R_c [p]×
@@ -248,7 +250,7 @@ def newton_forward(
                     br[0, 0], br[0, 1], br[0, 2] = e0, -e3, e2  # w I + [u]×
                     br[1, 0], br[1, 1], br[1, 2] = e3, e0, -e1
                     br[2, 0], br[2, 1], br[2, 2] = -e2, e1, e0
-                    _store(w[sb], transposed_b[i_], tr, xr, br, mask, i_)
+                    _store(w, sb, transposed_b[i_], tr, xr, br, mask, i_)
         if substitute:
             s = sign[k]
             idx = node_index[k]
@@ -356,13 +358,19 @@ def newton_forward(
             if not p5 > 0.0:
                 return -(k + 1)
             q5 = 1.0 / p5
-            lk = lower[k]
-            lk[0] = q0
-            lk[1], lk[2] = l10, q1
-            lk[3], lk[4], lk[5] = l20, l21, q2
-            lk[6], lk[7], lk[8], lk[9] = l30, l31, l32, q3
-            lk[10], lk[11], lk[12], lk[13], lk[14] = l40, l41, l42, l43, q4
-            lk[15], lk[16], lk[17], lk[18], lk[19], lk[20] = l50, l51, l52, l53, l54, q5
+            lower[k, 0] = q0
+            lower[k, 1], lower[k, 2] = l10, q1
+            lower[k, 3], lower[k, 4], lower[k, 5] = l20, l21, q2
+            lower[k, 6], lower[k, 7], lower[k, 8], lower[k, 9] = l30, l31, l32, q3
+            lower[k, 10], lower[k, 11], lower[k, 12], lower[k, 13], lower[k, 14] = l40, l41, l42, l43, q4
+            lower[k, 15], lower[k, 16], lower[k, 17], lower[k, 18], lower[k, 19], lower[k, 20] = (
+                l50,
+                l51,
+                l52,
+                l53,
+                l54,
+                q5,
+            )
             t0 = r0
             t1 = r1 - l10 * t0
             t2 = r2 - l20 * t0 - l21 * t1
@@ -371,15 +379,21 @@ def newton_forward(
             t5 = r5 - l50 * t0 - l51 * t1 - l52 * t2 - l53 * t3 - l54 * t4
             t[k, 0], t[k, 1], t[k, 2], t[k, 3], t[k, 4], t[k, 5] = t0, t1, t2, t3, t4, t5
             if parent_pos[k] >= 0:  # V = L⁻¹ G in place, column by column
-                wk = w[k]
                 for col in range(6):
-                    g0 = wk[0, col]
-                    g1 = wk[1, col] - l10 * g0
-                    g2 = wk[2, col] - l20 * g0 - l21 * g1
-                    g3 = wk[3, col] - l30 * g0 - l31 * g1 - l32 * g2
-                    g4 = wk[4, col] - l40 * g0 - l41 * g1 - l42 * g2 - l43 * g3
-                    g5 = wk[5, col] - l50 * g0 - l51 * g1 - l52 * g2 - l53 * g3 - l54 * g4
-                    wk[0, col], wk[1, col], wk[2, col], wk[3, col], wk[4, col], wk[5, col] = g0, g1, g2, g3, g4, g5
+                    g0 = w[k, 0, col]
+                    g1 = w[k, 1, col] - l10 * g0
+                    g2 = w[k, 2, col] - l20 * g0 - l21 * g1
+                    g3 = w[k, 3, col] - l30 * g0 - l31 * g1 - l32 * g2
+                    g4 = w[k, 4, col] - l40 * g0 - l41 * g1 - l42 * g2 - l43 * g3
+                    g5 = w[k, 5, col] - l50 * g0 - l51 * g1 - l52 * g2 - l53 * g3 - l54 * g4
+                    w[k, 0, col], w[k, 1, col], w[k, 2, col], w[k, 3, col], w[k, 4, col], w[k, 5, col] = (
+                        g0,
+                        g1,
+                        g2,
+                        g3,
+                        g4,
+                        g5,
+                    )
     return residual
 
 
@@ -412,20 +426,74 @@ def backward(sign, parent_pos, w, lower, t, node_rank, x, q, lam, update):
         u0, u1, u2, u3, u4, u5 = t[k, 0], t[k, 1], t[k, 2], t[k, 3], t[k, 4], t[k, 5]
         if pa >= 0:
             z0, z1, z2, z3, z4, z5 = t[pa, 0], t[pa, 1], t[pa, 2], t[pa, 3], t[pa, 4], t[pa, 5]
-            wk = w[k]
-            u0 = u0 + wk[0, 0] * z0 + wk[0, 1] * z1 + wk[0, 2] * z2 + wk[0, 3] * z3 + wk[0, 4] * z4 + wk[0, 5] * z5
-            u1 = u1 + wk[1, 0] * z0 + wk[1, 1] * z1 + wk[1, 2] * z2 + wk[1, 3] * z3 + wk[1, 4] * z4 + wk[1, 5] * z5
-            u2 = u2 + wk[2, 0] * z0 + wk[2, 1] * z1 + wk[2, 2] * z2 + wk[2, 3] * z3 + wk[2, 4] * z4 + wk[2, 5] * z5
-            u3 = u3 + wk[3, 0] * z0 + wk[3, 1] * z1 + wk[3, 2] * z2 + wk[3, 3] * z3 + wk[3, 4] * z4 + wk[3, 5] * z5
-            u4 = u4 + wk[4, 0] * z0 + wk[4, 1] * z1 + wk[4, 2] * z2 + wk[4, 3] * z3 + wk[4, 4] * z4 + wk[4, 5] * z5
-            u5 = u5 + wk[5, 0] * z0 + wk[5, 1] * z1 + wk[5, 2] * z2 + wk[5, 3] * z3 + wk[5, 4] * z4 + wk[5, 5] * z5
-        lk = lower[k]  # L packed by rows, Δ⁻¹ on the diagonal (0, 2, 5, 9, 14, 20)
-        u5 = u5 * lk[20]
-        u4 = u4 * lk[14] - lk[19] * u5
-        u3 = u3 * lk[9] - lk[13] * u4 - lk[18] * u5
-        u2 = u2 * lk[5] - lk[8] * u3 - lk[12] * u4 - lk[17] * u5
-        u1 = u1 * lk[2] - lk[4] * u2 - lk[7] * u3 - lk[11] * u4 - lk[16] * u5
-        u0 = u0 * lk[0] - lk[1] * u1 - lk[3] * u2 - lk[6] * u3 - lk[10] * u4 - lk[15] * u5
+            u0 = (
+                u0
+                + w[k, 0, 0] * z0
+                + w[k, 0, 1] * z1
+                + w[k, 0, 2] * z2
+                + w[k, 0, 3] * z3
+                + w[k, 0, 4] * z4
+                + w[k, 0, 5] * z5
+            )
+            u1 = (
+                u1
+                + w[k, 1, 0] * z0
+                + w[k, 1, 1] * z1
+                + w[k, 1, 2] * z2
+                + w[k, 1, 3] * z3
+                + w[k, 1, 4] * z4
+                + w[k, 1, 5] * z5
+            )
+            u2 = (
+                u2
+                + w[k, 2, 0] * z0
+                + w[k, 2, 1] * z1
+                + w[k, 2, 2] * z2
+                + w[k, 2, 3] * z3
+                + w[k, 2, 4] * z4
+                + w[k, 2, 5] * z5
+            )
+            u3 = (
+                u3
+                + w[k, 3, 0] * z0
+                + w[k, 3, 1] * z1
+                + w[k, 3, 2] * z2
+                + w[k, 3, 3] * z3
+                + w[k, 3, 4] * z4
+                + w[k, 3, 5] * z5
+            )
+            u4 = (
+                u4
+                + w[k, 4, 0] * z0
+                + w[k, 4, 1] * z1
+                + w[k, 4, 2] * z2
+                + w[k, 4, 3] * z3
+                + w[k, 4, 4] * z4
+                + w[k, 4, 5] * z5
+            )
+            u5 = (
+                u5
+                + w[k, 5, 0] * z0
+                + w[k, 5, 1] * z1
+                + w[k, 5, 2] * z2
+                + w[k, 5, 3] * z3
+                + w[k, 5, 4] * z4
+                + w[k, 5, 5] * z5
+            )
+        # L packed by rows, Δ⁻¹ on the diagonal (0, 2, 5, 9, 14, 20)
+        u5 = u5 * lower[k, 20]
+        u4 = u4 * lower[k, 14] - lower[k, 19] * u5
+        u3 = u3 * lower[k, 9] - lower[k, 13] * u4 - lower[k, 18] * u5
+        u2 = u2 * lower[k, 5] - lower[k, 8] * u3 - lower[k, 12] * u4 - lower[k, 17] * u5
+        u1 = u1 * lower[k, 2] - lower[k, 4] * u2 - lower[k, 7] * u3 - lower[k, 11] * u4 - lower[k, 16] * u5
+        u0 = (
+            u0 * lower[k, 0]
+            - lower[k, 1] * u1
+            - lower[k, 3] * u2
+            - lower[k, 6] * u3
+            - lower[k, 10] * u4
+            - lower[k, 15] * u5
+        )
         sk = sign[k]
         u0, u1, u2, u3, u4, u5 = u0 * sk, u1 * sk, u2 * sk, u3 * sk, u4 * sk, u5 * sk
         t[k, 0], t[k, 1], t[k, 2], t[k, 3], t[k, 4], t[k, 5] = u0, u1, u2, u3, u4, u5
