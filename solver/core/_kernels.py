@@ -64,17 +64,15 @@ def _store(w, slot, transposed, translation, rot_pos, rot_bend, mask, i_):
     """``w[slot] = J`` (or ``Jᵀ`` if ``transposed``), ``J = [[translation, rot_pos], [0, rot_bend]]`` with its rows
     scaled by ``mask[i_]`` (``mask`` with 0 rows: every row kept)."""
     masked = mask.shape[0] > 0
-    for i in range(6):
+    for i in range(3):
         f = mask[i_, i] if masked else 1.0
-        for h in range(6):
-            if i < 3:
-                v = translation[i, h] if h < 3 else rot_pos[i, h - 3]
-            else:
-                v = 0.0 if h < 3 else rot_bend[i - 3, h - 3]
+        g = mask[i_, 3 + i] if masked else 1.0
+        for h in range(3):
+            a, b, c = translation[i, h] * f, rot_pos[i, h] * f, rot_bend[i, h] * g
             if transposed:
-                w[slot, h, i] = v * f
+                w[slot, h, i], w[slot, 3 + h, i], w[slot, h, 3 + i], w[slot, 3 + h, 3 + i] = a, b, 0.0, c
             else:
-                w[slot, i, h] = v * f
+                w[slot, i, h], w[slot, i, 3 + h], w[slot, 3 + i, h], w[slot, 3 + i, 3 + h] = a, b, 0.0, c
 
 
 @nb.njit(inline="always", **_JIT)

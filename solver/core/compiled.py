@@ -454,7 +454,7 @@ class CompiledKKT:
         refactor = self._pending
         if not refactor and not self.factored:
             raise RuntimeError("CompiledKKT.iterate called before factor")
-        current = self._current(x, q)
+        evaluate = refactor or not self._current(x, q)
         self._gather_pose(x, q)
         k.gather_rows(lam, self._joint, self._lam_e)
         if refactor or alpha is self._alpha:
@@ -466,7 +466,7 @@ class CompiledKKT:
             k.gather_rows(self._mass, self._free_order, self._mass_e)
             self._mass_e_key = self._mass_key
         self._pending = False
-        self._forward(refactor or not current, refactor, True)
+        self._forward(evaluate, refactor, True)
         self.factored = True
         k.backward(
             self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
