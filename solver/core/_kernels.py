@@ -529,8 +529,8 @@ def scatter_solution(sign, node_index, t, dx, dlam):
             out[idx, i] = t[k, i]
 
 
-@nb.njit(**_JIT)
-def gather_rows(src, index, dst):
+@nb.njit(inline="always", **_JIT)
+def _gather(src, index, dst):
     """``dst[i] = src[index[i]]``: model order to elimination order."""
     for i in range(index.shape[0]):
         s = index[i]
@@ -538,8 +538,8 @@ def gather_rows(src, index, dst):
             dst[i, h] = src[s, h]
 
 
-@nb.njit(**_JIT)
-def scatter_rows(src, index, n, dst):
+@nb.njit(inline="always", **_JIT)
+def _scatter(src, index, n, dst):
     """``dst[index[i]] = src[i]`` for the first ``n`` rows: elimination order back to model order."""
     for i in range(n):
         s = index[i]
@@ -548,7 +548,35 @@ def scatter_rows(src, index, n, dst):
 
 
 @nb.njit(**_JIT)
-def fingerprint(words):
+def gather_rows(src, index, dst):
+    """:func:`_gather` alone."""
+    _gather(src, index, dst)
+
+
+@nb.njit(**_JIT)
+def scatter_rows(src, index, n, dst):
+    """:func:`_scatter` alone."""
+    _scatter(src, index, n, dst)
+
+
+@nb.njit(**_JIT)
+def gather_state(x, q, lam, segments, joints, xe, qe, lam_e):
+    """The pose (rows ``segments``) and λ (rows ``joints``) into the working arrays, in one call."""
+    _gather(x, segments, xe)
+    _gather(q, segments, qe)
+    _gather(lam, joints, lam_e)
+
+
+@nb.njit(**_JIT)
+def scatter_state(xe, qe, lam_e, segments, n_free, joints, x, q, lam):
+    """The free segments' pose and λ back to model order, in one call."""
+    _scatter(xe, segments, n_free, x)
+    _scatter(qe, segments, n_free, q)
+    _scatter(lam_e, joints, joints.shape[0], lam)
+
+
+@nb.njit(inline="always", **_JIT)
+def _fingerprint(words):
     """A 64-bit hash of the words (an array's bits as uint64), FNV-1a on words in four interleaved lanes (the
     multiplications do not wait on each other), then the lanes hashed: any one word changed changes it (each
     step is a bijection of the state); for whether an array changed, in one sequential read."""
@@ -564,6 +592,12 @@ def fingerprint(words):
     for i in range(n4, n):
         h0 = (h0 ^ words[i]) * prime
     return (((((h0 ^ h1) * prime) ^ h2) * prime) ^ h3) * prime
+
+
+@nb.njit(**_JIT)
+def fingerprints(a, b, c):
+    """:func:`_fingerprint` of three word arrays, in one call."""
+    return _fingerprint(a), _fingerprint(b), _fingerprint(c)
 
 
 @nb.njit(**_JIT)

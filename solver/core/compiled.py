@@ -309,6 +309,7 @@ class CompiledKKT:
         self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
         self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
         self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        self._no_words = np.zeros(0, np.uint64)
         self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
         self._c_model = False  # whether _c (model order) holds _c_e
         self._last_residual: tuple[float, int, int] | None = None  # iterate's: (‖C + α̃λ‖∞, λ's, α̃'s fingerprint)
@@ -385,22 +386,28 @@ class CompiledKKT:
         self._k.gather_rows(x, self._local_seg, self._xe)
         self._k.gather_rows(q, self._local_seg, self._qe)
 
-    def _pose_fingerprint(self, x, q) -> tuple[int, int]:
-        """Fingerprints of the pose (a changed pose changes them: one sequential read, no copy kept)."""
-        return self._fingerprint(np.ascontiguousarray(x, dtype=float)), self._fingerprint(
-            np.ascontiguousarray(q, dtype=float)
+    @staticmethod
+    def _words(a) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=float).reshape(-1).view(np.uint64)
+
+    def _fingerprints(self, x, q, lam=None) -> tuple[tuple[int, int], int]:
+        """Fingerprints of the pose (a changed pose changes them: one sequential read, no copy kept) and of
+        λ if given (else 0), in one kernel call."""
+        hx, hq, hl = self._k.fingerprints(
+            self._words(x), self._words(q), self._no_words if lam is None else self._words(lam)
         )
+        return (int(hx), int(hq)), int(hl)
 
     def _current(self, x, q) -> bool:
         """Whether ``_c_e`` holds C at this pose."""
-        return self._pose_key is not None and self._pose_key == self._pose_fingerprint(x, q)
+        return self._pose_key is not None and self._pose_key == self._fingerprints(x, q)[0]
 
     def values(self, x, q) -> np.ndarray:
         """``C`` (m, 6) at the pose (evaluated again only if the pose changed); an internal array."""
         if not self._current(x, q):
             self._gather_pose(x, q)
             self._forward(True, False, False)  # (the residual it returns is of the last gathered λ: not used)
-            self._pose_key = self._pose_fingerprint(x, q)
+            self._pose_key = self._fingerprints(x, q)[0]
         if not self._c_model:
             self._k.scatter_rows(self._c_e, self._joint, self.n_joints, self._c)
             self._c_model = True
@@ -411,10 +418,11 @@ class CompiledKKT:
         lam = np.ascontiguousarray(lam, dtype=float)
         alpha = np.ascontiguousarray(alpha, dtype=float)
         alpha_key = self._alpha_key if alpha is self._alpha else self._fingerprint(alpha)
-        current = self._current(x, q)
+        pose_key, lam_key = self._fingerprints(x, q, lam)
+        current = self._pose_key is not None and self._pose_key == pose_key
         if current and self._last_residual is not None:
-            value, lam_key, last_alpha_key = self._last_residual
-            if lam_key == self._fingerprint(lam) and last_alpha_key == alpha_key:
+            value, last_lam_key, last_alpha_key = self._last_residual
+            if last_lam_key == lam_key and last_alpha_key == alpha_key:
                 return value
         self._k.gather_rows(lam, self._joint, self._lam_e)
         self._gather_alpha(alpha, alpha_key)
@@ -422,7 +430,7 @@ class CompiledKKT:
             return float(self._k.residual_norm(self._c_e, self._alpha_e, self._lam_e))
         self._gather_pose(x, q)
         value = self._forward(True, False, False)
-        self._pose_key = self._pose_fingerprint(x, q)
+        self._pose_key = pose_key
         return value
 
     # -------------------------------------------------------------------------------------- solver
@@ -431,12 +439,12 @@ class CompiledKKT:
         (n_free, 6) and compliances α̃ (m, 6)."""
         self._mass = np.ascontiguousarray(seg_mass_diag, dtype=float)
         self._alpha = np.ascontiguousarray(joint_compliance, dtype=float)
-        self._alpha_key = self._fingerprint(self._alpha)
-        self._mass_key = self._fingerprint(self._mass)
+        alpha_key, mass_key, _ = self._k.fingerprints(self._words(self._alpha), self._words(self._mass), self._no_words)
+        self._alpha_key, self._mass_key = int(alpha_key), int(mass_key)
         self._pending = True
 
     def _fingerprint(self, a: np.ndarray) -> int:
-        return int(self._k.fingerprint(a.reshape(-1).view(np.uint64)))
+        return int(self._k.fingerprints(self._words(a), self._no_words, self._no_words)[0])
 
     def _gather_alpha(self, alpha: np.ndarray, key: int | None = None) -> None:
         """α̃ in elimination order, gathered again only if it changed (its fingerprint)."""
@@ -455,8 +463,7 @@ class CompiledKKT:
         if not refactor and not self.factored:
             raise RuntimeError("CompiledKKT.iterate called before factor")
         evaluate = refactor or not self._current(x, q)
-        self._gather_pose(x, q)
-        k.gather_rows(lam, self._joint, self._lam_e)
+        k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
         if refactor or alpha is self._alpha:
             self._gather_alpha(self._alpha, self._alpha_key)
         else:
@@ -472,12 +479,10 @@ class CompiledKKT:
             self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
             self._lam_e, True,
         )  # fmt: skip
-        k.scatter_rows(self._xe, self._local_seg, self.n_free, x)
-        k.scatter_rows(self._qe, self._local_seg, self.n_free, q)
-        k.scatter_rows(self._lam_e, self._joint, self.n_joints, lam)
+        k.scatter_state(self._xe, self._qe, self._lam_e, self._local_seg, self.n_free, self._joint, x, q, lam)
         residual = self._forward(True, False, False)
-        self._pose_key = self._pose_fingerprint(x, q)
-        self._last_residual = (residual, self._fingerprint(lam), self._alpha_e_key)
+        self._pose_key, lam_key = self._fingerprints(x, q, lam)
+        self._last_residual = (residual, lam_key, self._alpha_e_key)
         return residual
 
     def solve(self, rhs_seg, rhs_joint):
