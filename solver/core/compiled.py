@@ -259,8 +259,8 @@ class CompiledKKT:
         order, parent = _schedule(self.n_free, seg_a, seg_b)
         pos = np.empty(n, np.int64)
         pos[order] = np.arange(n)
-        self._sign = np.where(order < self.n_free, 1.0, -1.0)
-        self._node_index = np.where(order < self.n_free, order, order - self.n_free)
+        self._sign = np.where(order < self.n_free, 1, -1).astype(np.int8)  # +1 segment, −1 joint
+        node_index = np.where(order < self.n_free, order, order - self.n_free)
         par = parent[order]
         self._parent_pos = np.where(par >= 0, pos[np.maximum(par, 0)], -1)
         has = np.flatnonzero(self._parent_pos >= 0)
@@ -284,13 +284,13 @@ class CompiledKKT:
             self._slots += [slot, transposed]
         self._free_index = np.asarray(free_index, dtype=np.int64)
         # joint constants in elimination order of the joints, so the edge blocks are written in order
-        joint = np.ascontiguousarray(self._node_index[self._sign < 0])
+        joint = np.ascontiguousarray(node_index[self._sign < 0])
         self._joint = joint
         self._slots = [np.ascontiguousarray(a[joint]) for a in self._slots]
         ev = evaluator
         # the pose is worked on in elimination order: the free segments as eliminated, then the pinned ones
         # the joints hold (a pinned segment may be driven), so the joints read it nearly in sequence
-        self._free_order = np.ascontiguousarray(self._node_index[self._sign > 0])
+        self._free_order = np.ascontiguousarray(node_index[self._sign > 0])
         free_order = self._free_index[self._free_order]
         held = np.concatenate((np.asarray(ev.parent, dtype=np.int64), np.asarray(ev.child, dtype=np.int64)))
         pinned = np.setdiff1d(held, self._free_index)
@@ -344,7 +344,8 @@ class CompiledKKT:
         if np.unique(first).size != m:
             raise RuntimeError("elimination schedule: two joints share their first consumer")
         # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
-        for name in ("_node_index", "_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint"):
+        self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
+        for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
         for name in ("_free_order", "_local_seg", "_ranks"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
@@ -379,8 +380,18 @@ class CompiledKKT:
             self.factored = False
             place = int(-bad) - 1
             kind = "segment" if self._sign[place] > 0 else "joint"
-            raise np.linalg.LinAlgError(f"a KKT pivot block is not definite ({kind} {self._node_index[place]})")
+            index = self._node_indices()[place]
+            raise np.linalg.LinAlgError(f"a KKT pivot block is not definite ({kind} {index})")
         return float(bad)
+
+    def _node_indices(self) -> np.ndarray:
+        """Each node's free-segment or joint index (made on first use: only solve() needs it)."""
+        if self._node_index is None:
+            seg = self._sign > 0
+            self._node_index = np.where(seg, self._free_order[np.where(seg, self._node_rank, 0)], 0)
+            self._node_index[~seg] = self._joint[self._node_rank[~seg]]
+            self._node_index = np.ascontiguousarray(self._node_index, dtype=np.int32)
+        return self._node_index
 
     def _gather_pose(self, x, q) -> None:
         self._k.gather_rows(x, self._local_seg, self._xe)
@@ -495,7 +506,7 @@ class CompiledKKT:
         seg = self._no_seg if rhs_seg is None else np.ascontiguousarray(rhs_seg, dtype=float)
         k = self._k
         k.forward_only(
-            self._sign, self._node_index, self._child_ptr, self._child_pos, seg,
+            self._sign, self._node_indices(), self._child_ptr, self._child_pos, seg,
             np.ascontiguousarray(rhs_joint, dtype=float), self._w, self._lower, self._t,
         )  # fmt: skip
         k.backward(
@@ -503,5 +514,5 @@ class CompiledKKT:
             self._lam_e, False,
         )  # fmt: skip
         dx, dlam = np.empty((self.n_free, 6)), np.empty((self.n_joints, 6))
-        k.scatter_solution(self._sign, self._node_index, self._t, dx, dlam)
+        k.scatter_solution(self._sign, self._node_indices(), self._t, dx, dlam)
         return dx, dlam
