@@ -250,6 +250,31 @@ def test_solve_matches_the_numpy_factorisation():
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9 * np.max(np.abs(theirs)))
 
 
+@needs_numba
+def test_the_residual_follows_changes_made_after_an_iteration():
+    """The residual an iteration found is reused only while the pose, λ and α̃ are those it left: λ or a pose
+    changed in place afterwards (as a Gauss–Seidel set changes them) gives the residual of the new state,
+    against the numpy evaluator's C + α̃λ."""
+    model = random_tree(300, seed=4)
+    sim = Simulator(model, dt=1 / 60, compiled=True)
+    sim.begin_step()
+    sim.iterate()
+    ev = JointEvaluator(model)
+
+    def reference() -> float:
+        return float(np.max(np.abs(ev.values(sim.positions, sim.orientations) + sim.alpha_tilde * sim.lam)))
+
+    after_iteration = reference()
+    assert sim.residual() == pytest.approx(after_iteration, rel=1e-6, abs=1e-14)
+    sim.lam[17] += 1e4 / np.max(sim.alpha_tilde[17])  # α̃λ changes by up to 1e4 · α̃ / max α̃ of that joint
+    assert reference() > 1e3
+    assert sim.residual() == pytest.approx(reference(), rel=1e-12)
+    sim.lam[17] = 0.0
+    sim.positions[40] += [2e-3, -1e-3, 0.0]
+    assert reference() > 1e-3
+    assert sim.residual() == pytest.approx(reference(), rel=1e-9)
+
+
 def run_python(code: str, env_extra: dict) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("NUMBA_CACHE_DIR", None)

@@ -2,9 +2,11 @@
 
 :class:`CompiledKKT` solves the KKT system of Deul Eq. 22 on any forest of free segments (trees, chains,
 several components): the elimination schedule is built here once per topology (Python, scipy's graph
-search), the numeric work is one set of kernels per Newton iteration (:mod:`solver.core._kernels`):
-constraint values and Jacobian blocks, block LDLᵀ with the forward substitution, back substitution with the
-position/orientation/λ update, and the constraint values at the new pose for the residual.
+search, with the joint constants gathered into elimination order), the numeric work is two kernel passes
+per Newton iteration (:mod:`solver.core._kernels`) on working copies of the pose, λ, α̃ and masses in
+elimination order: constraint values, Jacobian blocks and block LDLᵀ with the forward substitution leaves to
+root; back substitution with the position/orientation/λ update root to leaves; then the constraint values at
+the new pose for the residual.
 
 numba is optional. :func:`compiled_status` says whether the compiled path is active and why not; without
 numba (or with a numba that fails to compile the kernels) :class:`~solver.core.timestep.Simulator` uses
@@ -238,8 +240,9 @@ class CompiledKKT:
     ``seg_a``/``seg_b`` (m,): the free-segment index of each joint's parent/child side (−1: pinned);
     ``free_index`` (n_free,): the segment of each free index; ``evaluator``: the
     :class:`~solver.core.joint_constraint.JointEvaluator` whose strain and constants are used.
-    :meth:`factor` records the masses and compliance and marks the factorisation for renewal at the next
-    :meth:`iterate` (fused with it) or :meth:`solve`, at the pose of that call.
+    :meth:`factor` records the masses and compliance (changes made to those arrays in place afterwards count
+    from the next :meth:`factor`) and marks the factorisation for renewal at the next :meth:`iterate` (fused
+    with it), at the pose of that call.
     """
 
     n_rounds = 1
@@ -256,8 +259,8 @@ class CompiledKKT:
         order, parent = _schedule(self.n_free, seg_a, seg_b)
         pos = np.empty(n, np.int64)
         pos[order] = np.arange(n)
-        self._sign = np.where(order < self.n_free, 1.0, -1.0)
-        self._node_index = np.where(order < self.n_free, order, order - self.n_free)
+        self._sign = np.where(order < self.n_free, 1, -1).astype(np.int8)  # +1 segment, −1 joint
+        node_index = np.where(order < self.n_free, order, order - self.n_free)
         par = parent[order]
         self._parent_pos = np.where(par >= 0, pos[np.maximum(par, 0)], -1)
         has = np.flatnonzero(self._parent_pos >= 0)
@@ -281,106 +284,217 @@ class CompiledKKT:
             self._slots += [slot, transposed]
         self._free_index = np.asarray(free_index, dtype=np.int64)
         # joint constants in elimination order of the joints, so the edge blocks are written in order
-        joint = np.ascontiguousarray(self._node_index[self._sign < 0])
+        joint = np.ascontiguousarray(node_index[self._sign < 0])
         self._joint = joint
         self._slots = [np.ascontiguousarray(a[joint]) for a in self._slots]
         ev = evaluator
-        self._parent = np.ascontiguousarray(np.asarray(ev.parent, dtype=np.int64)[joint])
-        self._child = np.ascontiguousarray(np.asarray(ev.child, dtype=np.int64)[joint])
-        self._pp = np.ascontiguousarray(ev.point_parent[joint])
-        self._pc = np.ascontiguousarray(ev.point_child[joint])
-        self._inv_l = np.ascontiguousarray(ev._inv_l[joint])
+        # the pose is worked on in elimination order: the free segments as eliminated, then the pinned ones
+        # the joints hold (a pinned segment may be driven), so the joints read it nearly in sequence
+        self._free_order = np.ascontiguousarray(node_index[self._sign > 0])
+        free_order = self._free_index[self._free_order]
+        held = np.concatenate((np.asarray(ev.parent, dtype=np.int64), np.asarray(ev.child, dtype=np.int64)))
+        pinned = np.setdiff1d(held, self._free_index)
+        self._local_seg = np.ascontiguousarray(np.concatenate((free_order, pinned)), dtype=np.int64)
+        local = np.full(max(int(held.max(initial=-1)), int(self._free_index.max(initial=-1))) + 1, -1, np.int64)
+        local[self._local_seg] = np.arange(self._local_seg.size)
+        self._xe = np.zeros((self._local_seg.size, 3))
+        self._qe = np.zeros((self._local_seg.size, 4))
+        # per node its row in the working arrays: a segment's elimination rank among the segments, a joint's
+        # among the joints (the arrays in model order are gathered into these once per iteration)
+        self._node_rank = np.empty(n, np.int64)
+        self._node_rank[self._sign > 0] = np.arange(self.n_free)
+        self._node_rank[self._sign < 0] = np.arange(m)
+        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((m, 6))
+        self._mass_e = np.zeros((self.n_free, 6))
+        self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
+        self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
+        self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        self._no_words = np.zeros(0, np.uint64)
+        self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
+        self._c_model = False  # whether _c (model order) holds _c_e
+        self._last_residual: tuple[float, int, int] | None = None  # iterate's: (‖C + α̃λ‖∞, λ's, α̃'s fingerprint)
+        self._jrank = np.arange(m, dtype=np.int32)  # (the rows of _c_e)
         self._rotation_strain = ev.strain == "rotation"
-        self._rest = np.ascontiguousarray(ev.rest[joint])
-        self._rest_strain = np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint])
         # joint kinds: row masks (none if every row is kept) and the parent-frame basis of framed position rows
-        self._mask = np.zeros((0, 6)) if ev._mask is None else np.ascontiguousarray(ev._mask[joint], dtype=float)
         frame = np.full(m, -1, np.int64)
         if ev._framed is not None:
             frame[ev._framed] = np.arange(ev._framed.size)
-        self._frame = np.ascontiguousarray(frame[joint])
-        self._basis_t = np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3)
+        # the joint constants in the joints' elimination order (the kernels' ``jc``), read in sequence
+        self._jc = (
+            joint,
+            np.ascontiguousarray(local[np.asarray(ev.parent, dtype=np.int64)[joint]]),
+            np.ascontiguousarray(local[np.asarray(ev.child, dtype=np.int64)[joint]]),
+            np.ascontiguousarray(ev.point_parent[joint], dtype=float),
+            np.ascontiguousarray(ev.point_child[joint], dtype=float),
+            np.ascontiguousarray(ev._inv_l[joint], dtype=float),
+            np.ascontiguousarray(ev.rest[joint], dtype=float),
+            np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint], dtype=float),
+            np.zeros((0, 6)) if ev._mask is None else np.ascontiguousarray(ev._mask[joint], dtype=float),
+            np.ascontiguousarray(frame[joint]),
+            np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3),
+            *self._slots,
+        )
+        # each joint is evaluated at its first consumer in elimination order (the first of its free segments
+        # and itself), so its Jacobian blocks are used while in cache
+        first = pos[self.n_free + joint]
+        for seg in (seg_a[joint], seg_b[joint]):
+            first = np.where(seg >= 0, np.minimum(first, pos[np.maximum(seg, 0)]), first)
+        self._eval_at = np.full(n, -1, np.int64)
+        self._eval_at[first] = np.arange(m)
+        if np.unique(first).size != m:
+            raise RuntimeError("elimination schedule: two joints share their first consumer")
+        # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
+        self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
+        for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
+        for name in ("_free_order", "_local_seg", "_ranks"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
+        self._jc = (self._jrank,) + tuple(
+            np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc[1:]
+        )
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
         self._lower = np.zeros((n, 21))  # the pivots' s·D = L Δ Lᵀ: L packed by rows, Δ⁻¹ on its diagonal
         self._t = np.zeros((n, 6))
         self._c = np.zeros((m, 6))
-        self._pose_x = np.zeros((0, 3))
-        self._pose_q = np.zeros((0, 4))
         self._mass = self._alpha = None
         self._pending = False  # factor() called: renew at the next iterate/solve
         self.factored = False
         self._no_seg = np.zeros((0, 6))
 
     # -------------------------------------------------------------------------------------- pose and values
-    def _evaluate(self, x, q, lam, alpha, with_jacobians: bool) -> float:
-        k = self._k
-        res = k.evaluate_joints(
-            x, q, lam, alpha, self._joint, self._parent, self._child, self._pp, self._pc, self._inv_l, self._rest,
-            self._rest_strain, self._rotation_strain, self._mask, self._frame, self._basis_t, self._c, with_jacobians,
-            self._w, *self._slots,
+    def _forward(self, evaluate: bool, refactor: bool, substitute: bool) -> float:
+        """:func:`~solver.core._kernels.newton_forward` on the working arrays: with ``evaluate``, ``C`` (into
+        ``_c_e``) at the gathered pose, with ``refactor`` the Jacobian blocks and the factorisation, with
+        ``substitute`` the forward substitution. Returns ``‖C + α̃λ‖∞`` of the gathered λ and α̃ if not
+        substituting."""
+        if evaluate:
+            self._c_model = False
+            self._last_residual = None
+        bad = self._k.newton_forward(
+            evaluate, refactor, substitute, self._xe, self._qe, self._lam_e, self._alpha_e, self._mass_e,
+            self._ranks,
+            self._sign, self._node_rank, self._parent_pos, self._child_ptr, self._child_pos, self._eval_at,
+            self._rotation_strain, *self._jc, self._c_e, self._w, self._lower, self._t,
         )  # fmt: skip
-        if self._pose_x.shape != x.shape:
-            self._pose_x, self._pose_q = np.empty_like(x), np.empty_like(q)
-        k.copy_pose(x, q, self._pose_x, self._pose_q)
-        return res
+        if bad < 0:
+            self.factored = False
+            place = int(-bad) - 1
+            kind = "segment" if self._sign[place] > 0 else "joint"
+            index = self._node_indices()[place]
+            raise np.linalg.LinAlgError(f"a KKT pivot block is not definite ({kind} {index})")
+        return float(bad)
+
+    def _node_indices(self) -> np.ndarray:
+        """Each node's free-segment or joint index (made on first use: only solve() needs it)."""
+        if self._node_index is None:
+            seg = self._sign > 0
+            self._node_index = np.where(seg, self._free_order[np.where(seg, self._node_rank, 0)], 0)
+            self._node_index[~seg] = self._joint[self._node_rank[~seg]]
+            self._node_index = np.ascontiguousarray(self._node_index, dtype=np.int32)
+        return self._node_index
+
+    def _gather_pose(self, x, q) -> None:
+        self._k.gather_rows(x, self._local_seg, self._xe)
+        self._k.gather_rows(q, self._local_seg, self._qe)
+
+    @staticmethod
+    def _words(a) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=float).reshape(-1).view(np.uint64)
+
+    def _fingerprints(self, x, q, lam=None) -> tuple[tuple[int, int], int]:
+        """Fingerprints of the pose (a changed pose changes them: one sequential read, no copy kept) and of
+        λ if given (else 0), in one kernel call."""
+        hx, hq, hl = self._k.fingerprints(
+            self._words(x), self._words(q), self._no_words if lam is None else self._words(lam)
+        )
+        return (int(hx), int(hq)), int(hl)
 
     def _current(self, x, q) -> bool:
-        return self._pose_x.shape == x.shape and bool(self._k.same_pose(x, q, self._pose_x, self._pose_q))
+        """Whether ``_c_e`` holds C at this pose."""
+        return self._pose_key is not None and self._pose_key == self._fingerprints(x, q)[0]
 
     def values(self, x, q) -> np.ndarray:
         """``C`` (m, 6) at the pose (evaluated again only if the pose changed); an internal array."""
         if not self._current(x, q):
-            zero = np.zeros((self.n_joints, 6))
-            self._evaluate(x, q, zero, zero, False)
+            self._gather_pose(x, q)
+            self._forward(True, False, False)  # (the residual it returns is of the last gathered λ: not used)
+            self._pose_key = self._fingerprints(x, q)[0]
+        if not self._c_model:
+            self._k.scatter_rows(self._c_e, self._joint, self.n_joints, self._c)
+            self._c_model = True
         return self._c
 
     def residual(self, x, q, lam, alpha) -> float:
-        """``‖C + α̃λ‖∞`` at the pose."""
-        return float(self._k.residual_norm(self.values(x, q), alpha, lam))
+        """``‖C + α̃λ‖∞`` at the pose: the one :meth:`iterate` found if the pose, λ and α̃ are still those."""
+        lam = np.ascontiguousarray(lam, dtype=float)
+        alpha = np.ascontiguousarray(alpha, dtype=float)
+        alpha_key = self._alpha_key if alpha is self._alpha else self._fingerprint(alpha)
+        pose_key, lam_key = self._fingerprints(x, q, lam)
+        current = self._pose_key is not None and self._pose_key == pose_key
+        if current and self._last_residual is not None:
+            value, last_lam_key, last_alpha_key = self._last_residual
+            if last_lam_key == lam_key and last_alpha_key == alpha_key:
+                return value
+        self._k.gather_rows(lam, self._joint, self._lam_e)
+        self._gather_alpha(alpha, alpha_key)
+        if current:
+            return float(self._k.residual_norm(self._c_e, self._alpha_e, self._lam_e))
+        self._gather_pose(x, q)
+        value = self._forward(True, False, False)
+        self._pose_key = pose_key
+        return value
 
     # -------------------------------------------------------------------------------------- solver
     def factor(self, seg_mass_diag, joint_compliance) -> None:
-        """Renew the factorisation at the next :meth:`iterate` or :meth:`solve`, with these masses
-        diag(m, m, m, I1, I2, I3) (n_free, 6) and compliances α̃ (m, 6)."""
+        """Renew the factorisation at the next :meth:`iterate`, with these masses diag(m, m, m, I1, I2, I3)
+        (n_free, 6) and compliances α̃ (m, 6)."""
         self._mass = np.ascontiguousarray(seg_mass_diag, dtype=float)
         self._alpha = np.ascontiguousarray(joint_compliance, dtype=float)
+        alpha_key, mass_key, _ = self._k.fingerprints(self._words(self._alpha), self._words(self._mass), self._no_words)
+        self._alpha_key, self._mass_key = int(alpha_key), int(mass_key)
         self._pending = True
 
-    def _factor_forward(self, x, q, lam, rhs_seg, rhs_joint) -> None:
-        """Jacobians at the pose, factorisation and forward substitution of ``rhs``."""
-        self._evaluate(x, q, lam, self._alpha, True)
-        if rhs_joint is None:
-            rhs_joint = self._c + self._alpha * lam
-        k = self._k
-        bad = k.factor_forward(
-            self._sign, self._node_index, self._parent_pos, self._child_ptr, self._child_pos, self._mass,
-            self._alpha, rhs_seg, rhs_joint, self._w, self._lower, self._t,
-        )  # fmt: skip
-        self._pending = False
-        if bad:
-            self.factored = False
-            kind = "segment" if self._sign[bad - 1] > 0 else "joint"
-            raise np.linalg.LinAlgError(f"a KKT pivot block is not definite ({kind} {self._node_index[bad - 1]})")
-        self.factored = True
+    def _fingerprint(self, a: np.ndarray) -> int:
+        return int(self._k.fingerprints(self._words(a), self._no_words, self._no_words)[0])
+
+    def _gather_alpha(self, alpha: np.ndarray, key: int | None = None) -> None:
+        """α̃ in elimination order, gathered again only if it changed (its fingerprint)."""
+        key = self._fingerprint(alpha) if key is None else key
+        if key != self._alpha_e_key:
+            self._k.gather_rows(alpha, self._joint, self._alpha_e)
+            self._alpha_e_key = key
 
     def iterate(self, x, q, lam, alpha) -> float:
         """One Newton iteration at the pose (x, q) with multipliers ``lam``, all updated in place:
         H (Δx, Δλ) = (0, −(C + α̃λ)) with the factorisation renewed if :meth:`factor` asked for it.
-        Returns ``‖C + α̃λ‖∞`` at the new pose."""
+        Returns ``‖C + α̃λ‖∞`` at the new pose. The kernels work on copies in elimination order (gathered at
+        the start, scattered at the end): they read and write them in sequence."""
         k = self._k
-        if self._pending:
-            self._factor_forward(x, q, lam, self._no_seg, None)
+        refactor = self._pending
+        if not refactor and not self.factored:
+            raise RuntimeError("CompiledKKT.iterate called before factor")
+        evaluate = refactor or not self._current(x, q)
+        k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
+        if refactor or alpha is self._alpha:
+            self._gather_alpha(self._alpha, self._alpha_key)
         else:
-            if not self.factored:
-                raise RuntimeError("CompiledKKT.iterate called before factor")
-            rhs = self.values(x, q) + alpha * lam
-            k.forward_only(
-                self._sign, self._node_index, self._child_ptr, self._child_pos, self._no_seg, rhs, self._w,
-                self._lower, self._t,
-            )  # fmt: skip
-        k.backward(self._sign, self._parent_pos, self._w, self._lower, self._t)
-        k.apply_update(self._sign, self._node_index, self._free_index, self._t, x, q, lam)
-        return float(self._evaluate(x, q, lam, alpha, False))
+            self._gather_alpha(np.ascontiguousarray(alpha, dtype=float))
+        self._pose_key = self._last_residual = None
+        if refactor and self._mass_key != self._mass_e_key:
+            k.gather_rows(self._mass, self._free_order, self._mass_e)
+            self._mass_e_key = self._mass_key
+        self._pending = False
+        self._forward(evaluate, refactor, True)
+        self.factored = True
+        k.backward(
+            self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
+            self._lam_e, True,
+        )  # fmt: skip
+        k.scatter_state(self._xe, self._qe, self._lam_e, self._local_seg, self.n_free, self._joint, x, q, lam)
+        residual = self._forward(True, False, False)
+        self._pose_key, lam_key = self._fingerprints(x, q, lam)
+        self._last_residual = (residual, lam_key, self._alpha_e_key)
+        return residual
 
     def solve(self, rhs_seg, rhs_joint):
         """Solve ``H z = r`` with the current factorisation (segment part (n_free, 6) or None, joint part
@@ -392,10 +506,13 @@ class CompiledKKT:
         seg = self._no_seg if rhs_seg is None else np.ascontiguousarray(rhs_seg, dtype=float)
         k = self._k
         k.forward_only(
-            self._sign, self._node_index, self._child_ptr, self._child_pos, seg,
+            self._sign, self._node_indices(), self._child_ptr, self._child_pos, seg,
             np.ascontiguousarray(rhs_joint, dtype=float), self._w, self._lower, self._t,
         )  # fmt: skip
-        k.backward(self._sign, self._parent_pos, self._w, self._lower, self._t)
+        k.backward(
+            self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
+            self._lam_e, False,
+        )  # fmt: skip
         dx, dlam = np.empty((self.n_free, 6)), np.empty((self.n_joints, 6))
-        k.scatter_solution(self._sign, self._node_index, self._t, dx, dlam)
+        k.scatter_solution(self._sign, self._node_indices(), self._t, dx, dlam)
         return dx, dlam

@@ -500,9 +500,12 @@ class Simulator:
         """Chebyshev norm ``‖C + α̃λ‖∞`` (0 for a model without joints)."""
         if self.model.n_joints == 0:
             return 0.0
-        if self._compiled:
-            self._joint_values()
-            return self._compiled_kkt().residual(self.positions, self.orientations, self.lam, self.alpha_tilde)
+        if self._compiled:  # (the numpy evaluator's Jacobians, if asked for, at this pose)
+            self._ensure_layout()
+            kkt = self._compiled_kkt()
+            assert self._joint_eval is not None  # made with the solver
+            self._joint_eval.defer(self.positions, self.orientations)
+            return kkt.residual(self.positions, self.orientations, self.lam, self.alpha_tilde)
         return float(np.max(np.abs(self.constraint_residual())))
 
     def iterate(self, solver: str | None = None) -> float:
