@@ -131,7 +131,7 @@ def test_the_schur_method_holds_a_rope_on_a_cylinder_below_e_to_the_mu_theta(mu,
     assert_capstan_holds(closed.capstan(mu, wrap, 0.8, seconds=0.5, direct_method="schur"), creep_m=0.25e-3)
 
 
-# measured errors of the acceleration: μ 0.2: +1.1 % (π/2), +0.5 % (π); μ 0.5, π/2: −1.6 %; no step at the cap
+# measured errors of the acceleration: μ 0.2: +1.1 % (π/2), +0.5 % (π); μ 0.5, π/2: −1.4 %; no step at the cap
 @pytest.mark.parametrize("mu, wrap", [(0.2, np.pi / 2), (0.2, np.pi), (0.5, np.pi / 2)])
 def test_the_schur_method_slides_a_rope_on_a_cylinder_at_the_analytic_acceleration(mu, wrap):
     """The capstan at 1.25 e^{μθ}: the rope slides with the acceleration of the capstan equation (the end blocks and

@@ -124,9 +124,10 @@ class Contacts(ContactCandidates, PostStabilisation):
     Schur complement S = G H⁻¹ Gᵀ + α̃ (one tree solve per row) and the contact impulses from the convex QP
     min ½ yᵀ S y + bᵀ y, y_n ≥ 0, |y_t| ≤ μ λ̄_n, solved by a primal active-set method that terminates and cannot
     cycle (``ContactResponse._project_schur``, :mod:`solver.contact.box_qp`), rows as the semismooth method's.
-    Measured (benchmarks/contact_closed_forms.py): it meets 9 of the capstan's 12 hold and slide targets (all of
-    μ 0.2; μ 0.5 over π/2, and holding over π), where the other methods cycle; μ 0.5 sliding over π reaches the cap
-    in 9 of 80 steps, and over 2π it fails (docs/notes/contacts.md gives each run).
+    Measured (benchmarks/contact_closed_forms.py): it meets 8 of the capstan's 12 hold and slide targets (μ 0.2
+    holding and sliding over π/2 and π, holding over 2π; μ 0.5 over π/2, and holding over π), where the other
+    methods cycle; μ 0.2 sliding over 2π reaches the cap in 2 of 80 steps, μ 0.5 over π in 9, and μ 0.5 over 2π
+    holds in 12 of 100 and slides 5 times too fast (docs/notes/contacts.md gives each run).
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
     frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
     μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does
