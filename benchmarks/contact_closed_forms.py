@@ -21,7 +21,9 @@ Frictionless drape: the capstan's rope (θ = π) over the same cylinder with μ 
 neutral equilibrium. It must stay (slide ≤ 1 mm), gain no energy (kinetic energy minus the end loads' work,
 largest rise over a step), and stay out of the cylinder by the exact capsule distance (≤ 0.05 r deep).
 
-``--method semismooth`` runs everything with ``Contacts(direct_method="semismooth")`` (default: the active set).
+``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(direct_method=)`` (default: the
+active set; ``schur``: a box QP on the contact Schur complement per Newton iteration, the method that meets the
+capstan's targets, docs/notes/contacts.md).
 
 Over all runs: steps that hit the iteration cap (≤ 1 %), median and largest iterations per step, deepest
 penetration over the radius, and the contact report of the steps (sticking/sliding counts, unconverged
@@ -30,16 +32,23 @@ steps), from ``Contacts.reports``.
     python3 benchmarks/contact_closed_forms.py --json      # last stdout line: one JSON object
     python3 benchmarks/contact_closed_forms.py --quick     # 0.5 s holds instead of 2 s
     python3 benchmarks/contact_closed_forms.py --quick --method semismooth
+    python3 benchmarks/contact_closed_forms.py --method schur
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread, before numpy loads its pool: the schur method's dense Cholesky factorisations of a few hundred rows
+# ran 50–75 times slower with threads on a shared, loaded machine
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -142,7 +151,9 @@ def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, **co
     """The rope of :func:`capstan_rope` over the cylinder with end blocks m1 (load) and m2 (hold) pulled along the
     ends' tangents by their weights; returns the simulator, its contacts, the model and the tangents and counts."""
     r, cyl, density = 0.003, 0.05, 1150.0
-    pts, t1, t2, counts = capstan_rope(wrap, r, cyl, joints=contact_options.get("direct_method") == "semismooth")
+    pts, t1, t2, counts = capstan_rope(
+        wrap, r, cyl, joints=contact_options.get("direct_method") in ("semismooth", "schur")
+    )
     model = rod_from_polyline(pts, r, 1e6, density=density, rest="straight")
     dens = model.densities.copy()
     vol = model.masses / model.densities
@@ -261,7 +272,9 @@ def _number(value) -> float:
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="0.5 s holds instead of 2 s")
-    ap.add_argument("--method", choices=("active_set", "semismooth"), default="active_set", help="direct_method")
+    ap.add_argument(
+        "--method", choices=("active_set", "semismooth", "schur"), default="active_set", help="direct_method"
+    )
     args = ap.parse_args()
     logging.getLogger("solver.contact").setLevel(logging.ERROR)  # counted in the result instead
     start = time.process_time()

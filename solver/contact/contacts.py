@@ -118,7 +118,16 @@ class Contacts(ContactCandidates, PostStabilisation):
     joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps);
     ``friction_rounds``: solves per Newton step at most in which its friction rows settle their states with the
     normal states held (stick → slide over the Coulomb bound, slide → stick where friction would push along the
-    slip, each row once).
+    slip, each row once); with ``"schur"``, box QPs per Newton step at most in the Tresca → Coulomb fixed point.
+    ``direct_method="schur"``: per Newton iteration the joints' step and the contact rows (normals, friction)
+    exactly for the linearisation, by block elimination over the joints' tree factorisation: the dense contact
+    Schur complement S = G H⁻¹ Gᵀ + α̃ (one tree solve per row) and the contact impulses from the convex QP
+    min ½ yᵀ S y + bᵀ y, y_n ≥ 0, |y_t| ≤ μ λ̄_n, solved by a primal active-set method that terminates and cannot
+    cycle (``ContactResponse._project_schur``, :mod:`solver.contact.box_qp`), rows as the semismooth method's.
+    Measured (benchmarks/contact_closed_forms.py): it meets 8 of the capstan's 12 hold and slide targets (μ 0.2
+    holding and sliding over π/2 and π, holding over 2π; μ 0.5 over π/2, and holding over π), where the other
+    methods cycle; μ 0.2 sliding over 2π reaches the cap in 2 of 80 steps, μ 0.5 over π in 9, and μ 0.5 over 2π
+    holds in 12 of 100 and slides 5 times too fast (docs/notes/contacts.md gives each run).
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
     frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
     μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does
@@ -213,8 +222,8 @@ class Contacts(ContactCandidates, PostStabilisation):
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be finite and > 0 m/N, got {value}")
         self.response = response
-        if direct_method not in ("active_set", "semismooth"):
-            raise ValueError(f"direct_method must be 'active_set' or 'semismooth', got {direct_method!r}")
+        if direct_method not in ("active_set", "semismooth", "schur"):
+            raise ValueError(f"direct_method must be 'active_set', 'semismooth' or 'schur', got {direct_method!r}")
         self.direct_method = direct_method
         if int(line_search) != line_search or line_search < 0:
             raise ValueError(f"line_search must be an integer >= 0 (halvings of the Newton step), got {line_search!r}")
@@ -318,7 +327,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         which = np.zeros(0, np.int64)
         if env is not None:
             seg, z, surface, nrm, shift, m, which = env
-            if self.response == "direct" and self.direct_method == "semismooth":
+            if self.response == "direct" and self.direct_method in ("semismooth", "schur"):
                 # one row per joint point and none between two (``_project_semismooth``, ``_between_joint_rows``)
                 keep = ~self._between_joint_rows(seg, z, which, 0.5 * self.model.lengths[seg])
                 seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
@@ -356,8 +365,8 @@ class Contacts(ContactCandidates, PostStabilisation):
             ends1, ends0, faces = (np.concatenate((e, _empty(i.size, 2, 3))) for e in (ends1, ends0, faces))
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
-        semismooth = self.response == "direct" and self.direct_method == "semismooth"
-        warm = self._warm_impulses(sim) if semismooth else None
+        joint_point_rows = self.response == "direct" and self.direct_method in ("semismooth", "schur")
+        warm = self._warm_impulses(sim) if joint_point_rows else None
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
         self._collider_of = np.concatenate((which, np.full(sa.size - which.size, -1, np.int64)))  # −1: edge or self
         self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
@@ -459,12 +468,13 @@ class Contacts(ContactCandidates, PostStabilisation):
 
     @property
     def solves_joints(self) -> bool:
-        """True while the semismooth direct response has rows this step: its Newton step solves the joints with the
-        contacts, so the Simulator skips its joint-only step (which does not see the contacts and pulled a loaded
-        rope 0.2–2 r into a cylinder between two Newton steps). The active set keeps the joint-only step: without
+        """True while the semismooth or schur direct response has rows this step: its Newton step solves the joints
+        with the contacts, so the Simulator skips its joint-only step (which does not see the contacts and pulled a
+        loaded rope 0.2–2 r into a cylinder between two Newton steps; the schur method takes that step itself and
+        undoes it, for the factorisation and Δz_J). The active set keeps the joint-only step: without
         it the frictionless drape gained up to 1.1e-2 J in a step and slid 1.2 mm in 0.5 s (with it 9e-5 J,
         0.07 mm; docs/notes/contacts.md)."""
-        return self.response == "direct" and self.direct_method == "semismooth" and self.n_contacts > 0
+        return self.response == "direct" and self.direct_method in ("semismooth", "schur") and self.n_contacts > 0
 
     @property
     def n_active(self) -> int:
@@ -513,6 +523,8 @@ class Contacts(ContactCandidates, PostStabilisation):
                     residual = max(residual, self._project_batch(sim, batch))
             elif self.direct_method == "semismooth":
                 residual = max(residual, self._project_semismooth(sim))
+            elif self.direct_method == "schur":
+                residual = max(residual, self._project_schur(sim))
             else:
                 self._project_direct(sim)
                 residual = max(residual, float(np.max(-self.gaps(sim), initial=0.0)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import quaternion as quat
+from .box_qp import solve_box_qp
 from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from .rows import ContactRows, _rows_times
 
@@ -384,6 +385,150 @@ class ContactResponse(ContactRows):
             self.damped_solves += 1
         # the first solve's start is no Newton iterate (its states were picked): at least one more iteration
         return max(st["residual"], 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12) if first else st["residual"]
+
+    def _project_schur(self, sim) -> float:
+        """One Newton step of joints and contacts together, exact for the current linearisation, by block elimination
+        over the joints' tree factorisation (``direct_method="schur"``).
+
+        The joints' Newton step alone is H Δz_J = (0, −(C + α̃λ)_J) (Deul Eq. 22, factored as a tree by the
+        Simulator; ``Contacts.solves_joints`` makes the Simulator leave it to this method). The contact rows G
+        (normals and two friction rows per contact with μ > 0) join it: their impulses y move the pose by
+        Δz_J + H⁻¹ Gᵀ (y − λ), which keeps the joints' linearised rows (H's joint part of the right-hand side is 0)
+        (one tree solve per row, as ``loop_closing`` applies loop joints through the tree), so the rows see the
+        dense contact Schur complement S = G H⁻¹ Gᵀ + α̃, and the linearised contact conditions are the KKT
+        conditions of the convex box-constrained QP
+
+            min ½ yᵀ S y + (C̃ − S λ)ᵀ y,   y_n ≥ 0,   |y_t| ≤ μ λ̄_n   (per tangent: a box for the cone)
+
+        (C̃ = C + α̃λ: normal rows C̃_n + ΔC_n ≥ 0 ⟂ y_n ≥ 0; friction rows stick with C̃_t + ΔC_t = 0 inside the
+        box and slide on it against their slip). The compliances α̃ > 0 of every row (``direct_compliance``,
+        ``collider_compliance``, ``friction_compliance``) make S positive definite, so y is unique also where the
+        rows are redundant (an inextensible rope's friction rows are statically indeterminate: G H⁻¹ Gᵀ alone is
+        singular there). The QP is solved by the primal active-set method of :mod:`solver.contact.box_qp` (Nocedal &
+        Wright 2006, §16.5): finite termination, the objective falls at every step, so it cannot cycle, unlike
+        a primal–dual active set or semismooth Newton on a matrix that is not an M-matrix (Hintermüller, Ito &
+        Kunisch 2002, SIAM J. Optim. 13: 865–888, prove global convergence for M-matrices only). The friction
+        bound is Tresca's, μ λ̄_n with λ̄_n the normal impulse of the last solution: the QP is solved again with
+        λ̄_n ← y_n, up to ``friction_rounds`` times, until λ̄_n changes by less than 1e-6 of its largest (the
+        Tresca → Coulomb fixed point, the method of successive approximations; a contraction for small μ:
+        Nečas, Jarušek & Haslinger 1980, Boll. Unione Mat. Ital. 17-B: 796–811), and again at every Newton
+        iteration with the new linearisation. The step's first iteration starts λ̄_n at the last step's normal
+        impulse at the same material point (``Contacts._warm_normal``), later ones at the current λ_n.
+
+        Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
+        plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
+        the iterate the solve started from [m]: the largest natural map |y − proj(y − (S y + q))| per row, scaled by
+        S_ii (metres: a normal row's |min(C̃, λ S_ii)|, a friction row's slip beyond the Coulomb box), 0 exactly where
+        the contact conditions hold with Coulomb's bound at the current iterate."""
+        if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
+            return 0.0
+        # The joint-only Newton step at this iterate, H Δz_J = (0, −(C + α̃λ)_J): taken by the Simulator's own
+        # iteration (which factors H here), then undone, so that the contact rows are linearised at this iterate,
+        # not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's tension alone
+        # pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of the whole
+        # linearised system
+        start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
+        joint_rhs = sim.constraint_residual().copy()
+        sim._kkt_iteration()
+        kkt = sim._kkt
+        dz_joint, dl_joint = kkt.solve(None, joint_rhs)
+        sim.positions[...], sim.orientations[...], sim.lam[...] = start
+        first = self._first_solve
+        self._first_solve = False
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
+        n = self._normals(sim, b, za, zb, pa, pb)
+        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
+        rows, c_col, n = self._collider_geometry(sim, b, pa, n)
+        c[rows] = c_col
+        k = c.size
+        lam_n = self.normal_impulse
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
+        alpha_n = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
+        fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
+        fric = np.flatnonzero(self.mu > 0.0)
+        seg_a, seg_b, grad_a, grad_b = [fa], [fb], [ga], [gb]
+        rhs, alpha, lam = [c + alpha_n * lam_n], [alpha_n], [lam_n]
+        basis = None
+        if fric.size:
+            friction, basis = self._friction_rows(sim, b, rot_a, rot_b, za, zb, pa, pb, n, at, along_axis=True)
+            for t in range(2):
+                seg_a.append(fa[fric])
+                seg_b.append(fb[fric])
+                grad_a.append(friction.grad_a[fric, t])
+                grad_b.append(friction.grad_b[fric, t])
+                rhs.append(friction.rhs[fric, t])
+                alpha.append(friction.alpha[fric, t])
+                lam.append(friction.lam[fric, t])
+        sa_r, sb_r = np.concatenate(seg_a), np.concatenate(seg_b)
+        ga_r, gb_r = np.concatenate(grad_a), np.concatenate(grad_b)
+        rhs_r, alpha_r, lam_r = np.concatenate(rhs), np.concatenate(alpha), np.concatenate(lam)
+        nr, n_free = rhs_r.size, sim.free_index.size
+        # H⁻¹ Gᵀ e_r: the pose's and the joints' response to a unit impulse on each row
+        resp_x = np.zeros((nr, n_free, 6))
+        resp_l = np.zeros((nr,) + sim.lam.shape)
+        zero_joint = np.zeros_like(sim.lam)
+        for r in range(nr):
+            f = np.zeros((n_free, 6))
+            if sa_r[r] >= 0:
+                f[sa_r[r]] += ga_r[r]
+            if sb_r[r] >= 0:
+                f[sb_r[r]] += gb_r[r]
+            resp_x[r], resp_l[r] = kkt.solve(f, zero_joint)
+        w = np.zeros((nr, nr))
+        for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
+            ok = segs >= 0
+            w[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
+        s = 0.5 * (w + w.T) + np.diag(alpha_r)
+        # the rows' linearised values after the joint-only step: C̃ + G Δz_J
+        moved = rhs_r.copy()
+        for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
+            ok = segs >= 0
+            moved[ok] += np.einsum("ij,ij->i", grads[ok], dz_joint[segs[ok]])
+        q = moved - s @ lam_r
+        diag = np.diag(s)
+        mu = self.mu[fric]
+        lo = np.concatenate((np.zeros(k), np.full(2 * fric.size, -np.inf)))
+        hi = np.full(nr, np.inf)
+
+        def box(normal):
+            bound = np.tile(mu * np.maximum(normal[fric], 0.0), 2)
+            lo[k:], hi[k:] = -bound, bound
+
+        box(lam_n)
+        residual = float(np.max(np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag, initial=0.0))
+        box(self._warm_normal if first else lam_n)
+        y, solves, settled = lam_r, 0, True
+        for _ in range(self.friction_rounds if fric.size else 1):
+            res = solve_box_qp(s, q, lo, hi, x0=y)
+            y, solves, settled = res.x, solves + res.iterations, settled and res.converged
+            bound_t = mu * np.maximum(y[:k], 0.0)[fric]
+            change = float(np.max(np.abs(bound_t - hi[k : k + fric.size]), initial=0.0))
+            box(y[:k])
+            if change <= 1e-6 * float(np.max(bound_t, initial=0.0)) + 1e-300:
+                break
+        self.solve_log.append((solves, settled))
+        d = y - lam_r
+        dx = dz_joint + np.tensordot(d, resp_x, axes=1)
+        sim.lam += dl_joint + np.tensordot(d, resp_l, axes=1)
+        f = sim.free_index
+        sim.positions[f] += dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
+        self.normal_impulse = y[:k].copy()
+        if basis is not None:
+            lt = np.zeros((k, 2))
+            lt[fric, 0], lt[fric, 1] = y[k : k + fric.size], y[k + fric.size :]
+            self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
+            on_box = np.zeros((k, 2), np.int8)
+            bound = (mu * y[:k][fric])[:, None]
+            held = np.abs(lt[fric]) >= bound * (1.0 - 1e-9)
+            on_box[fric] = np.where(held & (bound > 0.0), np.sign(lt[fric]), 0)
+            self._sliding = on_box
+        if first:
+            # the first iterate is the prediction, no Newton iterate: at least one more iteration
+            return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12)
+        return residual
 
     @staticmethod
     def _joint_merit(sim) -> float:

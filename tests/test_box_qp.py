@@ -1,0 +1,78 @@
+"""The bound-constrained QP of the contact solve (solver/contact/box_qp.py) against solutions found independently."""
+
+import numpy as np
+import pytest
+from scipy.optimize import lsq_linear
+
+from solver.contact.box_qp import kkt_violation, solve_box_qp
+
+
+def random_problem(n, seed, cond=1e4):
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = (u * np.geomspace(1.0, cond, n)) @ u.T
+    s = 0.5 * (s + s.T)
+    q = rng.standard_normal(n) * 10.0
+    lo = np.where(rng.random(n) < 0.5, 0.0, -rng.random(n))
+    hi = np.where(rng.random(n) < 0.3, np.inf, rng.random(n))
+    return s, q, lo, hi
+
+
+def reference(s, q, lo, hi):
+    """½xᵀSx + qᵀx = ½‖Lᵀx + L⁻¹q‖² − const (S = L Lᵀ): a bounded linear least-squares problem (scipy's own)."""
+    low = np.linalg.cholesky(s)
+    b = -np.linalg.solve(low, q)
+    return lsq_linear(low.T, b, bounds=(lo, hi), method="bvls", tol=1e-14).x
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_box_qp_matches_a_bounded_least_squares_solution(seed):
+    n = 30 + 5 * seed
+    s, q, lo, hi = random_problem(n, seed)
+    res = solve_box_qp(s, q, lo, hi)
+    assert res.converged
+    x_ref = reference(s, q, lo, hi)
+    assert np.all(res.x >= lo) and np.all(res.x <= hi)
+    assert np.allclose(res.x, x_ref, atol=1e-7 * max(1.0, np.abs(x_ref).max()))
+    assert kkt_violation(s, q, lo, hi, res.x) < 1e-9
+
+
+def test_a_two_variable_problem_with_a_known_solution():
+    """min ½(x₁² + x₂²) − 2x₁ + x₂ on 0 ≤ x ≤ 1: the unconstrained minimiser (2, −1) is clipped to (1, 0)."""
+    res = solve_box_qp(np.eye(2), np.array([-2.0, 1.0]), np.zeros(2), np.ones(2))
+    assert res.converged
+    assert res.x == pytest.approx([1.0, 0.0])
+    assert res.at_upper.tolist() == [True, False] and res.at_lower.tolist() == [False, True]
+
+
+def test_a_warm_start_at_the_solution_needs_one_solve_and_every_start_gives_the_same_solution():
+    s, q, lo, hi = random_problem(40, 11)
+    cold = solve_box_qp(s, q, lo, hi)
+    warm = solve_box_qp(s, q, lo, hi, x0=cold.x)
+    assert warm.iterations == 1 and np.allclose(warm.x, cold.x, atol=1e-10)
+    for start in (np.full(40, 5.0), -np.full(40, 5.0), np.random.default_rng(1).standard_normal(40)):
+        assert np.allclose(solve_box_qp(s, q, lo, hi, x0=start).x, cold.x, atol=1e-8)
+
+
+def test_the_objective_falls_with_every_iteration():
+    """Capped after i solves, the iterate's objective is never above the one capped after i − 1 (monotone)."""
+    s, q, lo, hi = random_problem(25, 3)
+
+    def f(x):
+        return 0.5 * x @ s @ x + q @ x
+
+    last = f(np.clip(np.zeros(25), lo, hi))
+    for cap in range(1, 40):
+        value = f(solve_box_qp(s, q, lo, hi, max_iterations=cap).x)
+        assert value <= last + 1e-9 * abs(last)
+        last = value
+
+
+def test_fixed_variables_and_bad_bounds():
+    s = np.diag([2.0, 1.0])
+    res = solve_box_qp(s, np.array([-4.0, -1.0]), np.array([0.5, 0.0]), np.array([0.5, np.inf]))
+    assert res.x == pytest.approx([0.5, 1.0])
+    with pytest.raises(ValueError, match="lower bound"):
+        solve_box_qp(s, np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="must be"):
+        solve_box_qp(np.eye(3), np.zeros(2), np.zeros(2), np.ones(2))
