@@ -351,7 +351,7 @@ class ContactCandidates(ContactState):
             if predicted is not None:
                 move = self._material_shift(seg, z, x, q, *predicted) - shift
                 approach = self._approach(move, phi - self.radius[seg], normal)
-                # only where the approach is fast (farther than the radius along the surface): slower ones keep
+                # only where the approach is fast (farther than two radii along the surface): slower ones keep
                 # the anchor at the step's start, which the draped rods of tests/test_collision.py are measured with
                 fast = np.linalg.norm(approach, axis=1) > 2.0 * self.radius[seg]
                 shift = shift + approach * fast[:, None]
