@@ -198,3 +198,20 @@ def test_a_rope_slides_on_a_cylinder_above_e_to_the_mu_theta_at_the_analytic_acc
 @pytest.mark.xfail(strict=True, reason="capstan: the semismooth method does not converge on a sliding rope (measured)")
 def test_the_semismooth_method_slides_a_rope_on_a_cylinder_above_e_to_the_mu_theta():
     assert_capstan_slides(closed.capstan(0.5, np.pi, 1.25, seconds=0.4, direct_method="semismooth"))
+
+
+@pytest.mark.parametrize("method", ["active_set", "semismooth"])
+def test_two_crossing_beams_share_the_load_as_their_euler_bernoulli_springs(method):
+    """A on B, loaded at A's middle: F = P k_B / (k_A + k_B) and δ_A = δ_B = F / k_B within 2 % (k = 192 E I / L³,
+    clamped–clamped), with A twice as stiff as B (F ≈ P/3, not P/2) and no step at the cap."""
+    run = closed.crossing(direct_method=method)
+    assert not run["failed"]
+    ka, kb = (192.0 * 1e8 * np.pi * r**4 / 4.0 for r in (0.006, 0.005))  # span 1 m
+    force = 0.1 * kb / (ka + kb)
+    assert 0.3 < force / 0.1 < 0.35
+    assert run["force"] == pytest.approx(force, rel=0.02)
+    assert run["deflection_a"] == pytest.approx(force / kb, rel=0.02)
+    assert run["deflection_b"] == pytest.approx(force / kb, rel=0.02)
+    assert run["single_beam_error"] == pytest.approx(0.0, abs=0.005)
+    assert run["cap_steps"] == 0 and run["unconverged"] == 0
+    assert run["penetration_r"] < 0.01

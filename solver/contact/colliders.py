@@ -52,6 +52,26 @@ def closest_point_parameter(p, a, b):
     return np.clip(np.einsum("...i,...i", p - a, d) / dd, 0.0, 1.0)
 
 
+def golden_section(f, k: int, iterations: int = 24):
+    """Golden-section search of k convex functions over [0, 1] at once (``f``: (k,) parameters -> (k,) values):
+    the final brackets lo, hi (k,) (they shrink by 0.618 per iteration: 0.618²⁴ ≈ 1e-5) and the smallest value
+    met inside them."""
+    lo, hi = np.zeros(k), np.ones(k)
+    g = 0.5 * (np.sqrt(5.0) - 1.0)
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(iterations):
+        left = f1 < f2
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        x2n = np.where(left, x1, lo + g * (hi - lo))
+        x1n = np.where(left, hi - g * (hi - lo), x2)
+        fn = f(np.where(left, x1n, x2n))
+        f2, f1 = np.where(left, f1, fn), np.where(left, fn, f2)
+        x1, x2 = x1n, x2n
+    return lo, hi, np.minimum(f1, f2)
+
+
 def _vector3(name: str, value) -> np.ndarray:
     v = np.asarray(value, dtype=float).reshape(-1)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
@@ -128,25 +148,8 @@ class Collider:
     def closest_parameter(self, a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
         """``s ∈ [0, 1]`` along world segments a→b (k, 3) where φ is smallest: golden-section search,
         exact for convex colliders (φ along a line is then convex)."""
-        lo = np.zeros(a.shape[0])
-        hi = np.ones(a.shape[0])
-        g = 0.5 * (np.sqrt(5.0) - 1.0)
         d = b - a
-
-        def f(s):
-            return self.distance(a + s[:, None] * d, t)[0]
-
-        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        f1, f2 = f(x1), f(x2)
-        for _ in range(24):  # interval shrinks by 0.618²⁴ ≈ 1e-5
-            left = f1 < f2
-            hi = np.where(left, x2, hi)
-            lo = np.where(left, lo, x1)
-            x2n = np.where(left, x1, lo + g * (hi - lo))
-            x1n = np.where(left, hi - g * (hi - lo), x2)
-            fn = f(np.where(left, x1n, x2n))
-            f2, f1 = np.where(left, f1, fn), np.where(left, fn, f2)
-            x1, x2 = x1n, x2n
+        lo, hi, _ = golden_section(lambda s: self.distance(a + s[:, None] * d, t)[0], a.shape[0])
         return 0.5 * (lo + hi)
 
 

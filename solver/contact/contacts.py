@@ -323,7 +323,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         margin = (self.radius + move) if self.margin is None else self.margin + move
         sa, sb, za, zb = np.zeros(0, np.int64), np.zeros(0, np.int64), _empty(0), _empty(0)
         point_b, normal, anchor_b, rest, mu = _empty(0, 3), _empty(0, 3), _empty(0, 3), _empty(0), _empty(0)
-        env = self._collider_candidates(x, q, margin, t0, t1)
+        env = self._collider_candidates(x, q, margin, t0, t1, (x_pred, q_pred))
         which = np.zeros(0, np.int64)
         if env is not None:
             seg, z, surface, nrm, shift, m, which = env
@@ -352,7 +352,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         if self.self_contacts == "points":
             selfc = self._point_contacts(x, q, x_pred, q_pred)
         else:
-            selfc = self._self_candidates(x, q, margin)
+            selfc = self._self_candidates(x, q, margin, predicted=(x_pred, q_pred))
             if selfc is not None:
                 selfc = selfc + (np.full(selfc[0].size, SLIDE_BOTH),)
         if selfc is not None:

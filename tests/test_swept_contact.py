@@ -1,0 +1,107 @@
+"""Detection that does not miss: swept capsules between rods, and fast drops onto colliders
+(benchmarks/contact_drop.py builds the scenes)."""
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import contact_drop as drop  # noqa: E402
+
+from solver import Simulator  # noqa: E402
+from solver.contact.contacts import Contacts  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.getLogger("solver.contact").setLevel(logging.ERROR)  # unconverged steps are counted, not asserted here
+
+
+def brute_swept_distance(a0, b0, c0, d0, v, samples=41, taus=201):
+    """Smallest distance between points sampled along a0–b0 and along c0–d0 + τ v, τ sampled over [0, 1]."""
+    u = np.linspace(0.0, 1.0, samples)
+    p = a0 + u[:, None] * (b0 - a0)
+    best = np.inf
+    for tau in np.linspace(0.0, 1.0, taus):
+        q = c0 + tau * v + u[:, None] * (d0 - c0)
+        best = min(best, float(np.min(np.linalg.norm(p[:, None] - q[None], axis=2))))
+    return best
+
+
+def test_the_swept_distance_of_two_segments_is_the_smallest_over_the_step():
+    rng = np.random.default_rng(3)
+    k = 12
+    a0, b0, c0, d0 = (rng.normal(size=(k, 3)) * 0.05 for _ in range(4))
+    v = rng.normal(size=(k, 3)) * 0.2
+    swept = Contacts._swept_distance(a0, b0, c0, d0, v)
+    brute = np.array([brute_swept_distance(a0[i], b0[i], c0[i], d0[i], v[i]) for i in range(k)])
+    # sampling only overestimates, by at most half a sample spacing on each segment and in τ
+    slack = (
+        0.5 * (np.linalg.norm(b0 - a0, axis=1) + np.linalg.norm(d0 - c0, axis=1)) / 40
+        + 0.5 * np.linalg.norm(v, axis=1) / 200
+    )
+    assert np.all(swept <= brute + 1e-9)
+    assert np.all(swept >= brute - slack)
+    # a pair that passes through each other within the step meets (distance 0) though apart at both ends
+    a, b = np.array([[-1.0, 0, 0]]), np.array([[1.0, 0, 0]])
+    c, d = np.array([[0, -1.0, 1.0]]), np.array([[0, 1.0, 1.0]])
+    assert Contacts._swept_distance(a, b, c, d, np.array([[0, 0, -2.0]]))[0] < 2e-5  # 1e-5 of the 2 m step
+
+
+def test_rods_crossing_at_10_m_per_s_get_rows_for_the_pairs_whose_swept_capsules_meet_only():
+    """Δt = 1/60 s: each rod moves 8 cm toward the other, 16 radii. The pairs kept are every pair whose axes come
+    within the two radii plus margins during the step (brute force over the step) and few of the pairs within
+    the static margin of their motion (every segment near the crossing of 30 × 30)."""
+    r = drop.R_ROPE
+    model = drop.join_rods(drop.rope(0.0), drop.rope(2 * r + 0.05, along=(0.0, 1.0, 0.0)))
+    na = model.n_segments // 2
+    sim = Simulator(model, dt=1 / 60, gravity=(0.0, 0.0, 0.0))
+    sim.velocities[:na, 2], sim.velocities[na:, 2] = 5.0, -5.0
+    x, q = sim.positions.copy(), sim.orientations.copy()
+    x_pred = x + sim.dt * sim.velocities
+    contacts = Contacts(model, self_collision=True, response="direct", self_contacts="points")
+    margin = contacts.radius + np.linalg.norm(x_pred - x, axis=1)
+    static = contacts._self_pairs(x, q, margin)
+    swept = contacts._self_pairs(x, q, margin, (x_pred, q))
+    kept = set(zip(swept[0].tolist(), swept[1].tolist(), strict=True))
+    a_end, b_end = contacts._segment_ends(x, q)
+    meet = set()
+    for i, j in zip(static[0].tolist(), static[1].tolist(), strict=True):
+        v = (x_pred[j] - x[j]) - (x_pred[i] - x[i])
+        if brute_swept_distance(a_end[i], b_end[i], a_end[j], b_end[j], v, samples=21, taus=41) < 3.0 * r:
+            meet.add((i, j))
+    assert meet and meet <= kept
+    assert len(kept) < 0.1 * static[0].size
+
+
+@pytest.mark.parametrize("dt", [1 / 60, 1 / 200])
+@pytest.mark.parametrize("target", ["cylinder", "edge"])
+def test_a_rope_dropped_at_10_m_per_s_onto_a_cylinder_or_a_box_edge_does_not_pass_through(target, dt):
+    """30 segments, r = 5 mm, μ 0.3: after 0.3 s the rope's middle is above the collider's top (the cylinder's
+    axis, the edge), and no axis point went deeper than 0.1 r into it after any step (the target, 0.05 r: below)."""
+    run = drop.drop(target, dt)
+    assert not run["failed"] and not run["pass_through"]
+    assert run["end_middle_m"] > 0.0
+    assert run["penetration_r"] < 0.1
+
+
+@pytest.mark.xfail(strict=True, reason="fast drops: 0.046–0.065 r deep at Δt = 1/60 and 1/200 s (measured)")
+def test_a_rope_dropped_at_10_m_per_s_sinks_at_most_five_hundredths_of_its_radius():
+    """The 0.05 r target of the drops above: measured 0.055 r (cylinder) and 0.065 r (edge) at Δt = 1/60 s,
+    0.046 r and 0.052 r at 1/200 s; a segment's chord across the cylinder's r-offset surface between rows at its
+    joint points sinks by its sagitta (10 mm chords on R + r = 55 mm: 0.045 r)."""
+    worst = max(drop.drop(t, dt)["penetration_r"] for t in ("cylinder", "edge") for dt in (1 / 60, 1 / 200))
+    assert worst <= 0.05
+
+
+@pytest.mark.parametrize("dt", [1 / 60, 1 / 200])
+def test_two_rods_crossing_at_10_m_per_s_do_not_pass_through_each_other(dt):
+    run = drop.crossing_rods(dt)
+    assert not run["failed"] and not run["pass_through"]
+    assert run["separation_m"] > 0.0
+    assert run["penetration_r"] < 0.1
+    assert run["rows_cap_steps"] == 0
