@@ -1,6 +1,11 @@
 import os
 import sys
 
+# One BLAS thread, before numpy loads its pool, as the benchmarks run: the dense factorisations (e.g. the schur
+# contact method's Cholesky) then round the same on every machine, whatever its core count.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
