@@ -436,15 +436,9 @@ class ContactResponse(ContactRows):
         first = self._first_solve
         self._first_solve = False
         b = self._all
-        rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
-        n = self._normals(sim, b, za, zb, pa, pb)
-        c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
-        rows, c_col, n = self._collider_geometry(sim, b, pa, n)
-        c[rows] = c_col
+        rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha_n = self._row_geometry(sim, b)
         k = c.size
         lam_n = self.normal_impulse
-        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
-        alpha_n = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
         fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
         fric = np.flatnonzero(self.mu > 0.0)
@@ -549,18 +543,25 @@ class ContactResponse(ContactRows):
             lt = lt0 + step * dlt
             self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
 
-    def _semismooth_state(self, sim, first: bool, residual_only: bool = False):
-        """Rows, states and natural-map residual of the current iterate for :meth:`_project_semismooth` (a dict),
-        or with ``residual_only`` the residual [m] alone."""
-        b = self._all
+    def _row_geometry(self, sim, b):
+        """The rows of ``b`` at the current pose, for the semismooth and schur methods: both sides' body rotations,
+        body-frame and world points, the normals, the gaps C [m] (collider rows by the collider's signed distance),
+        the rod–rod rows' compliance α̃ and every normal row's α̃ (colliders: ``collider_compliance``) [m/(N·s²)]."""
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
         n = self._normals(sim, b, za, zb, pa, pb)
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
         rows, c_col, n = self._collider_geometry(sim, b, pa, n)
         c[rows] = c_col
-        lam = self.normal_impulse
         at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
-        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        alpha_n = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        return rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha_n
+
+    def _semismooth_state(self, sim, first: bool, residual_only: bool = False):
+        """Rows, states and natural-map residual of the current iterate for :meth:`_project_semismooth` (a dict),
+        or with ``residual_only`` the residual [m] alone."""
+        b = self._all
+        rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha = self._row_geometry(sim, b)
+        lam = self.normal_impulse
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
         w = self._inverse_mass(b["inv_m_a"], b["inv_i_a"], za, na_body) + self._inverse_mass(
             b["inv_m_b"], b["inv_i_b"], zb, nb_body
