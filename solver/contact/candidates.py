@@ -370,9 +370,9 @@ class ContactCandidates(ContactState):
         back up along them, every normal row pulled and left, and the active set ended with no row: the rope
         fell through the cylinder in one step."""
         down = -np.einsum("ij,ij->i", move, normal)
-        tau = np.where(
-            (gap > 0.0) & (down > 0.0), np.minimum(np.maximum(gap, 0.0) / np.maximum(down, 1e-300), 1.0), 0.0
-        )
+        tau = np.where((gap > 0.0) & (down > 0.0), 1.0, 0.0)
+        closing = (gap > 0.0) & (down > gap)  # divided only there: no overflow for a point barely moving
+        tau[closing] = gap[closing] / down[closing]
         tangential = move + down[:, None] * normal
         return tau[:, None] * tangential
 
