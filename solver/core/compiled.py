@@ -320,8 +320,9 @@ class CompiledKKT:
         if ev._framed is not None:
             frame[ev._framed] = np.arange(ev._framed.size)
         # the joint constants in the joints' elimination order (the kernels' ``jc``), read in sequence
+        # (each joint's row in _c_e comes first: its elimination rank among the joints)
         self._jc = (
-            joint,
+            self._jrank,
             np.ascontiguousarray(local[np.asarray(ev.parent, dtype=np.int64)[joint]]),
             np.ascontiguousarray(local[np.asarray(ev.child, dtype=np.int64)[joint]]),
             np.ascontiguousarray(ev.point_parent[joint], dtype=float),
@@ -345,13 +346,10 @@ class CompiledKKT:
             raise RuntimeError("elimination schedule: two joints share their first consumer")
         # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
         self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
-        for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint"):
+        for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint", "_free_order",
+                     "_local_seg", "_ranks"):  # fmt: skip
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
-        for name in ("_free_order", "_local_seg", "_ranks"):
-            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
-        self._jc = (self._jrank,) + tuple(
-            np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc[1:]
-        )
+        self._jc = tuple(np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc)
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
         self._lower = np.zeros((n, 21))  # the pivots' s·D = L Δ Lᵀ: L packed by rows, Δ⁻¹ on its diagonal
         self._t = np.zeros((n, 6))
