@@ -52,6 +52,16 @@ def kkt_violation(s: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
     return float(np.max(np.abs(x - np.clip(x - g, lo, hi)), initial=0.0))
 
 
+def _face_step(s: np.ndarray, g: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The step p to the minimiser of f on the face that holds the variables not ``free``: S_FF p_F = −g_F by
+    Cholesky, p = 0 on the held variables."""
+    p = np.zeros(g.size)
+    if free.any():
+        f = np.flatnonzero(free)
+        p[f] = -cho_solve(cho_factor(s[np.ix_(f, f)], lower=True, check_finite=False), g[f], check_finite=False)
+    return p
+
+
 def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol: float = 1e-12) -> BoxQPResult:
     """Solve the QP above by the primal active-set method (module docstring). ``s`` (n, n) symmetric positive
     definite, ``q`` (n,), bounds ``lo``/``hi`` (n,) (±inf allowed, lo ≤ hi; lo = hi fixes a variable), ``x0``
@@ -86,10 +96,7 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         g = s @ x + q
         if not minimiser:
             it += 1
-            p = np.zeros(n)
-            if free.any():
-                f = np.flatnonzero(free)
-                p[f] = -cho_solve(cho_factor(s[np.ix_(f, f)], lower=True, check_finite=False), g[f], check_finite=False)
+            p = _face_step(s, g, free)
             if np.any((x + p < lo) | (x + p > hi)):
                 # projected search (Moré & Toraldo 1991): the full step projected onto the box, taken if it lowers
                 # f; it holds every variable it puts on a bound at once, where the step to the first bound holds one
@@ -124,10 +131,7 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         worst = int(np.argmax(wrong))
         if release.sum() > 1:
             # all at once if the face's minimiser moves every released variable into the box, else the worst one
-            trial_free = free | release
-            f = np.flatnonzero(trial_free)
-            p = np.zeros(n)
-            p[f] = -cho_solve(cho_factor(s[np.ix_(f, f)], lower=True, check_finite=False), g[f], check_finite=False)
+            p = _face_step(s, g, free | release)
             it += 1
             inward = np.where(at_lo, p > 0.0, p < 0.0)
             if not np.all(inward[release]):
