@@ -327,7 +327,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         which = np.zeros(0, np.int64)
         if env is not None:
             seg, z, surface, nrm, shift, m, which = env
-            if self.response == "direct" and self.direct_method in ("semismooth", "schur"):
+            if self._newton_rows:
                 # one row per joint point and none between two (``_project_semismooth``, ``_between_joint_rows``)
                 keep = ~self._between_joint_rows(seg, z, which, 0.5 * self.model.lengths[seg])
                 seg, z, surface, nrm, shift, m, which = (v[keep] for v in (seg, z, surface, nrm, shift, m, which))
@@ -365,8 +365,7 @@ class Contacts(ContactCandidates, PostStabilisation):
             ends1, ends0, faces = (np.concatenate((e, _empty(i.size, 2, 3))) for e in (ends1, ends0, faces))
             normal = np.vstack((normal, nrm))
             rest, mu = np.concatenate((rest, rr)), np.concatenate((mu, np.full(i.size, self.self_friction)))
-        joint_point_rows = self.response == "direct" and self.direct_method in ("semismooth", "schur")
-        warm = self._warm_impulses(sim) if joint_point_rows else None
+        warm = self._warm_impulses(sim) if self._newton_rows else None
         self.sa, self.sb, self.za, self.zb = sa, sb, za, zb
         self._collider_of = np.concatenate((which, np.full(sa.size - which.size, -1, np.int64)))  # −1: edge or self
         self.point_b, self.normal, self.rest, self.mu, self.mode = point_b, normal, rest, mu, mode
@@ -474,7 +473,13 @@ class Contacts(ContactCandidates, PostStabilisation):
         undoes it, for the factorisation and Δz_J). The active set keeps the joint-only step: without
         it the frictionless drape gained up to 1.1e-2 J in a step and slid 1.2 mm in 0.5 s (with it 9e-5 J,
         0.07 mm; docs/notes/contacts.md)."""
-        return self.response == "direct" and self.direct_method in ("semismooth", "schur") and self.n_contacts > 0
+        return self._newton_rows and self.n_contacts > 0
+
+    @property
+    def _newton_rows(self) -> bool:
+        """Whether the direct response is a Newton method on joints and contacts together (semismooth, schur):
+        one row per joint point against a collider, impulses carried from the last step, joints solved with them."""
+        return self.response == "direct" and self.direct_method in ("semismooth", "schur")
 
     @property
     def n_active(self) -> int:
