@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common  # noqa: E402
-from contact_closed_forms import MAX_ITERATIONS, TOLERANCE, _stats, join_rods  # noqa: E402
+from contact_closed_forms import MAX_ITERATIONS, TOLERANCE, _advance, _stats, join_rods  # noqa: E402
 
 from solver import Box, Capsule, Contacts, Simulator, rod_from_polyline  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
@@ -68,14 +68,13 @@ def axis_gap(col, sim, r: float, samples: int = 9) -> float:
     return float(phi.min() - r)
 
 
-def _run(sim, contacts, steps: int, measure) -> str:
-    for i in range(steps):
-        try:
-            sim.step()
-        except (FloatingPointError, np.linalg.LinAlgError, RuntimeError) as exc:
-            return f"step {i + 1}: {exc}"[:160]
-        measure()
-    return ""
+def _run(sim, seconds: float, depth) -> tuple[str, float]:
+    """Step ``sim`` for ``seconds`` (``_advance``), ``depth()`` [m] after every step: the error or "", and the
+    deepest depth."""
+    steps = int(round(seconds / sim.dt))
+    t, d = np.zeros(steps + 1), np.zeros(steps + 1)
+    failed = _advance(sim, steps, t, d, depth)
+    return failed, float(np.nanmax(d))
 
 
 def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, **options) -> dict:
@@ -88,15 +87,15 @@ def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, **option
     contacts = Contacts(model, [col], friction=mu, **(OPTIONS | options))
     sim.gs_constraints.append(contacts)
     mid = model.n_segments // 2
-    deepest, lowest = [0.0], [np.inf]
+    lowest = [np.inf]
 
-    def measure():
-        deepest[0] = max(deepest[0], -axis_gap(col, sim, R_ROPE))
+    def depth():
         lowest[0] = min(lowest[0], float(sim.positions[mid, 2]))
+        return -axis_gap(col, sim, R_ROPE)
 
-    failed = _run(sim, contacts, int(round(seconds / dt)), measure)
+    failed, deepest = _run(sim, seconds, depth)
     through = bool(failed or not np.isfinite(sim.positions).all() or sim.positions[mid, 2] < below)
-    out = dict(target=target, dt=dt, penetration_r=deepest[0] / R_ROPE, lowest_middle_m=lowest[0])
+    out = dict(target=target, dt=dt, penetration_r=deepest / R_ROPE, lowest_middle_m=lowest[0])
     out |= dict(end_middle_m=float(sim.positions[mid, 2]), pass_through=through, failed=failed)
     return out | {"rows_" + k: v for k, v in _stats(contacts, R_ROPE).items()}
 
@@ -116,16 +115,16 @@ def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -
     contacts = Contacts(model, friction=mu, **opts)
     sim.gs_constraints.append(contacts)
     probe = Contacts(model, self_collision=True)  # exact capsule distances only
-    deepest, closest = [0.0], [np.inf]
+    closest = [np.inf]
     mid_a, mid_b = na // 2, na + upper.n_segments // 2
 
-    def measure():
-        deepest[0] = max(deepest[0], -probe.surface_gaps(sim)[0])
+    def depth():
         closest[0] = min(closest[0], float(sim.positions[mid_b, 2] - sim.positions[mid_a, 2]))
+        return -probe.surface_gaps(sim)[0]
 
-    failed = _run(sim, contacts, int(round(seconds / dt)), measure)
+    failed, deepest = _run(sim, seconds, depth)
     through = bool(failed or not np.isfinite(sim.positions).all() or closest[0] < 0.0)
-    out = dict(target="rods", dt=dt, penetration_r=deepest[0] / R_ROPE, separation_m=closest[0])
+    out = dict(target="rods", dt=dt, penetration_r=deepest / R_ROPE, separation_m=closest[0])
     out |= dict(pass_through=through, failed=failed)
     return out | {"rows_" + k: v for k, v in _stats(contacts, R_ROPE).items()}
 
