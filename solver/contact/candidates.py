@@ -15,7 +15,7 @@ from scipy.sparse import coo_matrix, identity
 from scipy.spatial import cKDTree
 
 from ..core import quaternion as quat
-from .colliders import closest_points_on_segments, golden_section
+from .colliders import closest_point_parameter, closest_points_on_segments, golden_section
 from .state import ContactState
 
 # How the two points of a contact are found in every sweep: both material points fixed for the step
@@ -338,24 +338,28 @@ class ContactCandidates(ContactState):
             yield col, seg[keep], (s[keep] - 0.5) * self.model.lengths[seg[keep]], p[keep], phi[keep], normal[keep]
 
     def _collider_candidates(self, x, q, margin, t0, t1, predicted=None):
-        """Contacts with colliders (placed at t1): segment, z, surface point, normal, collider motion, μ, and the
-        collider's index in ``colliders``. ``predicted`` (positions, orientations) of the step's prediction: the
-        motion of a row's material point before it reaches the surface (:meth:`_approach`) is taken off the
-        collider motion, so that friction holds the point from where it lands, not from the step's start."""
+        """Contacts with colliders (placed at t1): segment, z, surface point, normal, collider motion, μ, the
+        collider's index in ``colliders``, and the normal part of the landing motion [m] (k, 3). ``predicted``
+        (positions, orientations) of the step's prediction: the motion of a row's material point before it reaches
+        the surface (:meth:`_approach`) is taken off the collider motion, so that friction holds the point from
+        where it lands, not from the step's start; its part along the normal (``fall``) matters only to a row whose
+        normal turns during the step (``ContactRows._follow_collider``)."""
         out = []
         for col, seg, z, p, phi, normal in self._collider_points(x, q, margin, t1):
             surface = p - phi[:, None] * normal
             mu = self.friction if col.friction is None else col.friction
             which = np.full(seg.size, self.colliders.index(col), np.int64)
             shift = col.displacement(surface, t0, t1)
+            fall = np.zeros_like(shift)
             if predicted is not None:
                 move = self._material_shift(seg, z, x, q, *predicted) - shift
-                approach = self._approach(move, phi - self.radius[seg], normal)
+                approach, fall = self._approach(move, phi - self.radius[seg], normal)
                 # only where the approach is fast (farther than two radii along the surface): slower ones keep
                 # the anchor at the step's start, which the draped rods of tests/test_collision.py are measured with
                 fast = np.linalg.norm(approach, axis=1) > 2.0 * self.radius[seg]
                 shift = shift + approach * fast[:, None]
-            out.append((seg, z, surface, normal, shift, np.full(seg.size, mu), which))
+                fall = fall * fast[:, None]
+            out.append((seg, z, surface, normal, shift, np.full(seg.size, mu), which, fall))
         if not out:
             return None
         return [np.concatenate(parts) for parts in zip(*out, strict=True)]
@@ -368,13 +372,37 @@ class ContactCandidates(ContactState):
         material point from the step's start: without this, a rope falling at 10 m/s onto a cylinder had 17 cm
         of fall inside the tangent planes of its rows tilted by 45°, their sticking friction pulled the rope
         back up along them, every normal row pulled and left, and the active set ended with no row: the rope
-        fell through the cylinder in one step."""
+        fell through the cylinder in one step. Also returns the normal part of that motion [m] (k, 3)."""
         down = -np.einsum("ij,ij->i", move, normal)
         tau = np.where((gap > 0.0) & (down > 0.0), 1.0, 0.0)
         closing = (gap > 0.0) & (down > gap)  # divided only there: no overflow for a point barely moving
         tau[closing] = gap[closing] / down[closing]
         tangential = move + down[:, None] * normal
-        return tau[:, None] * tangential
+        return tau[:, None] * tangential, -(tau * down)[:, None] * normal
+
+    def _edge_landing(self, seg, z, pe, normal, gap, e1, e0, x, q, predicted):
+        """The motion [m] (k, 3) of edge rows' axis points (segments seg at z) relative to the edge's closest points
+        pe before they meet it (:meth:`_approach`, both parts) where it is fast, else 0 (:meth:`_self_landing`)."""
+        t = closest_point_parameter(pe, e1[:, 0], e1[:, 1])
+        edge_move = pe - e0[:, 0] - t[:, None] * (e0[:, 1] - e0[:, 0])
+        move = self._material_shift(seg, z, x, q, *predicted) - edge_move
+        approach, fall = self._approach(move, gap, normal)
+        fast = np.linalg.norm(approach, axis=1) > 2.0 * self.radius[seg]
+        return (approach + fall) * fast[:, None]
+
+    def _self_landing(self, i, j, zi, zj, normal, rest, x, q, predicted):
+        """The relative motion [m] (k, 3) of the axis points zi of segments i and zj of j over the step before
+        they meet (:meth:`_approach`, tangential and normal parts) where it is fast (farther than two radii
+        along the surface), else 0: a segment pair's friction holds its two material points from where they
+        meet, as a collider row's does (two rods closing head-on at 10 m/s have none at Δt = 1/200 s; at 1/60 s,
+        6 cm on the rows' tilted planes, they diverge with or without it, docs/notes/contacts.md)."""
+        move = self._material_shift(i, zi, x, q, *predicted) - self._material_shift(j, zj, x, q, *predicted)
+        pi = x[i] + quat.rotate(q[i], np.stack((0 * zi, 0 * zi, zi), 1))
+        pj = x[j] + quat.rotate(q[j], np.stack((0 * zj, 0 * zj, zj), 1))
+        gap = np.einsum("ij,ij->i", pi - pj, normal) - rest
+        approach, fall = self._approach(move, gap, normal)
+        fast = np.linalg.norm(approach, axis=1) > 2.0 * np.minimum(self.radius[i], self.radius[j])
+        return (approach + fall) * fast[:, None]
 
     @staticmethod
     def _wedge_normals(d, n1, n2, with_distance=False):

@@ -4,7 +4,8 @@ generalised inverse masses and gradients every response (Gauss–Seidel, through
 Segment–segment rows slide: the closest points of two crossing axes, or a joint point against the
 closest point of the other axis, are found again in every solve; a row at a joint point keeps its normal
 within the capsule chain's normal cone there. Collider rows keep their material point and frozen normal,
-except edge rows, which slide along both the axis and the edge.
+except edge rows, which slide along both the axis and the edge, and the active-set direct solve's rows of fast
+segments, which follow the iterate (``ContactRows._follow_collider``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ import numpy as np
 from ..core import quaternion as quat
 from .colliders import closest_point_parameter, closest_points_on_segments
 from .state import ContactState
+
+# a step's collider rows follow the iterate once it is within this fraction of the radius of their rows at the
+# step's start (``ContactRows._follow_collider``)
+FOLLOW_FROM = 0.1
 
 
 def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
@@ -57,6 +62,8 @@ class ContactRows(ContactState):
                     return self._points(sim, b)
                 zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
         pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
+        if b["follow"].size:
+            za, pa, pb = self._follow_collider(sim, b, za, pa, pb)
         e = b["edge"]
         if e.size:
             # edge rows: the closest points of a's axis and the edge, found again in every solve
@@ -67,6 +74,52 @@ class ContactRows(ContactState):
             pa[e] = xa[e] + za[e, None] * axis_a[e]
             pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
         return rot_a, rot_b, za, zb, pa, pb
+
+    def _follow_collider(self, sim, b, za, pa, pb):
+        """Collider rows of the active-set direct batch (``b["follow"]``) at the current iterate: a row inside a
+        segment moves to the segment's axis point closest to the collider, every row takes the collider's surface
+        point and normal there (the normal kept in ``b["follow_n"]`` for :meth:`_normals`), so C = φ − r is the
+        gap function itself, and the row's gradient (n at the current point, its axis coordinate held) is φ's: at
+        an interior closest point the axis coordinate's own variation is zero to first order. Each direct solve is
+        then a Newton step on the gap, not on a linearisation frozen at the step's start, whose tangent planes let
+        a segment wrapping the collider within one step sink by its chord's sagitta between its rows.
+        The rows keep the step's start geometry until the iterate meets them to within ``FOLLOW_FROM`` radii (the
+        first iterate is the free-flight prediction, through the collider), and afterwards wherever an axis point is
+        inside the collider or its normal turned more than 90° from the start's. Returns za, pa, pb."""
+        rows, slide = b["follow"], b["follow_slide"]
+        sa = b["sa"][rows]
+        q, x = sim.orientations[sa], sim.positions[sa]
+        axis = quat.rotate(q, np.tile([0.0, 0.0, 1.0], (rows.size, 1)))
+        half = b["half_a"][rows]
+        z = za[rows].copy()
+        which = self._collider_of[b["idx"][rows]]
+        normal = np.zeros((rows.size, 3))
+        phi = np.zeros(rows.size)
+        for i in np.unique(which):
+            col, sel = self.colliders[i], which == i
+            move = sel & slide
+            if move.any():
+                h = half[move, None] * axis[move]
+                s = col.closest_parameter(x[move] - h, x[move] + h, self._t1)
+                z[move] = (2.0 * s - 1.0) * half[move]
+            phi[sel], normal[sel] = col.distance(x[sel] + z[sel, None] * axis[sel], self._t1)
+        n0 = self.normal[b["idx"][rows]]
+        if not b["follow_on"]:
+            frozen = np.einsum("ij,ij->i", n0, x + za[rows, None] * axis - self.point_b[b["idx"][rows]])
+            frozen -= self.rest[b["idx"][rows]]
+            b["follow_on"] = bool(np.all(frozen >= -FOLLOW_FROM * self.rest[b["idx"][rows]]))
+        # an axis point inside the collider keeps the row found at the step's start (its point, plane and normal):
+        # there the nearest surface may be the far side (a rope predicted through a cylinder)
+        inside = (phi < 0.0) | (np.einsum("ij,ij->i", normal, n0) <= 0.0) | (not b["follow_on"])
+        z[inside] = za[rows[inside]]
+        normal[inside] = self.normal[b["idx"][rows[inside]]]
+        za, pa, pb = za.copy(), pa.copy(), pb.copy()
+        za[rows] = z
+        pa[rows] = x + z[:, None] * axis
+        out = rows[~inside]
+        pb[out] = pa[out] - phi[~inside, None] * normal[~inside]
+        b["follow_n"] = normal
+        return za, pa, pb
 
     def _follow_over_joints(self, sim, b, one, pa, pb, t) -> bool:
         """Move joint-point-against-axis rows (``one``) whose closest point is the joint at an end of b's
@@ -112,7 +165,7 @@ class ContactRows(ContactState):
             return False
         x0, q0 = self._start
         b["sb"][rows] = nxt
-        b["x0_b"][rows], b["r0_b"][rows] = x0[nxt], quat.to_matrix(q0[nxt])
+        b["x0_b"][rows], b["r0_b"][rows] = x0[nxt] - b["landing"][rows], quat.to_matrix(q0[nxt])
         b["half_b"][rows] = 0.5 * self.model.lengths[nxt]
         b["inv_m_b"][rows], b["inv_i_b"][rows] = self._inv_mass[nxt], self._inv_inertia[nxt]
         return True
@@ -120,14 +173,18 @@ class ContactRows(ContactState):
     @staticmethod
     def _anchors(b, pb):
         """Where each collider contact's collider point was at the start of the step [m] (k, 3); an edge
-        row's slides along the edge with pb."""
-        e = b["edge"]
-        if e.size == 0:
+        row's slides along the edge with pb (less its landing motion, ``_edge_landing``), and a row that follows
+        the iterate (``_follow_collider``) keeps its collider point's motion over the step (``b["shift"]``) with
+        its current surface point."""
+        e, f = b["edge"], b["follow"]
+        if e.size == 0 and f.size == 0:
             return b["anchor_b"]
-        ends1, ends0 = b["ends1"], b["ends0"]
-        t = closest_point_parameter(pb[e], ends1[:, 0], ends1[:, 1])
         out = b["anchor_b"].copy()
-        out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0])
+        if e.size:
+            ends1, ends0 = b["ends1"], b["ends0"]
+            t = closest_point_parameter(pb[e], ends1[:, 0], ends1[:, 1])
+            out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0]) - b["landing"][e]
+        out[f] = pb[f] - b["shift"][f]
         return out
 
     def _normals(self, sim, b, za, zb, pa, pb):
@@ -135,6 +192,9 @@ class ContactRows(ContactState):
         closest points unless it has flipped against the frozen one (the axes passed each other), kept
         within the normal cone of each side's joint point (``_vertex_cone``)."""
         n = self.normal[b["idx"]]
+        if b["follow"].size:
+            n = n.copy()
+            n[b["follow"]] = b["follow_n"]
         if b["all_env"] and b["edge"].size == 0:
             return n
         d = pa - pb
