@@ -309,6 +309,8 @@ class CompiledKKT:
         self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
         self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
         self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
+        self._work_key: tuple[tuple[int, int], int] | None = None
         self._no_words = np.zeros(0, np.uint64)
         self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
         self._c_model = False  # whether _c (model order) holds _c_e
@@ -392,6 +394,7 @@ class CompiledKKT:
         return self._node_index
 
     def _gather_pose(self, x, q) -> None:
+        self._work_key = None
         self._k.gather_rows(x, self._local_seg, self._xe)
         self._k.gather_rows(q, self._local_seg, self._qe)
 
@@ -433,6 +436,7 @@ class CompiledKKT:
             value, last_lam_key, last_alpha_key = self._last_residual
             if last_lam_key == lam_key and last_alpha_key == alpha_key:
                 return value
+        self._work_key = None
         self._k.gather_rows(lam, self._joint, self._lam_e)
         self._gather_alpha(alpha, alpha_key)
         if current:
@@ -466,13 +470,17 @@ class CompiledKKT:
         """One Newton iteration at the pose (x, q) with multipliers ``lam``, all updated in place:
         H (Δx, Δλ) = (0, −(C + α̃λ)) with the factorisation renewed if :meth:`factor` asked for it.
         Returns ``‖C + α̃λ‖∞`` at the new pose. The kernels work on copies in elimination order (gathered at
-        the start, scattered at the end): they read and write them in sequence."""
+        the start unless they hold this pose and λ already, as after the last iterate: compared by
+        fingerprints, one sequential read; scattered at the end): they read and write them in sequence."""
         k = self._k
         refactor = self._pending
         if not refactor and not self.factored:
             raise RuntimeError("CompiledKKT.iterate called before factor")
-        evaluate = refactor or not self._current(x, q)
-        k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
+        pose_key, lam_key = self._fingerprints(x, q, lam)
+        evaluate = refactor or self._pose_key != pose_key
+        if self._work_key != (pose_key, lam_key):
+            k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
+        self._work_key = None
         if refactor or alpha is self._alpha:
             self._gather_alpha(self._alpha, self._alpha_key)
         else:
@@ -491,6 +499,7 @@ class CompiledKKT:
         k.scatter_state(self._xe, self._qe, self._lam_e, self._local_seg, self.n_free, self._joint, x, q, lam)
         residual = self._forward(True, False, False)
         self._pose_key, lam_key = self._fingerprints(x, q, lam)
+        self._work_key = (self._pose_key, lam_key)
         self._last_residual = (residual, lam_key, self._alpha_e_key)
         return residual
 
