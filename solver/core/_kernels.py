@@ -546,11 +546,19 @@ def gather_state(x, q, lam, segments, joints, xe, qe, lam_e):
 
 
 @nb.njit(**_JIT)
-def scatter_state(xe, qe, lam_e, segments, n_free, joints, x, q, lam):
-    """The free segments' pose and λ back to model order, in one call."""
-    _scatter(xe, segments, n_free, x)
-    _scatter(qe, segments, n_free, q)
-    _scatter(lam_e, joints, joints.shape[0], lam)
+def scatter_state(xe, qe, lam_e, seg_row, joint_row, x, q, lam):
+    """The free segments' pose and λ back to model order, in one call: written in model order, each row read
+    from its row in elimination order (``seg_row``, −1: not a free segment; ``joint_row``). Sequential writes
+    and scattered reads: on a random tree half the time of scattered writes."""
+    for s in range(min(seg_row.shape[0], x.shape[0])):
+        e = seg_row[s]
+        if e >= 0:
+            x[s, 0], x[s, 1], x[s, 2] = xe[e, 0], xe[e, 1], xe[e, 2]
+            q[s, 0], q[s, 1], q[s, 2], q[s, 3] = qe[e, 0], qe[e, 1], qe[e, 2], qe[e, 3]
+    for j in range(joint_row.shape[0]):
+        e = joint_row[j]
+        for i in range(6):
+            lam[j, i] = lam_e[e, i]
 
 
 @nb.njit(inline="always", **_JIT)

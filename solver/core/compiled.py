@@ -297,6 +297,11 @@ class CompiledKKT:
         self._local_seg = np.ascontiguousarray(np.concatenate((free_order, pinned)), dtype=np.int64)
         local = np.full(max(int(held.max(initial=-1)), int(self._free_index.max(initial=-1))) + 1, -1, np.int64)
         local[self._local_seg] = np.arange(self._local_seg.size)
+        # and back: each model row's row in the working arrays (−1: not a free segment), each joint's rank
+        self._seg_row = np.full(local.size, -1, np.int64)
+        self._seg_row[free_order] = np.arange(free_order.size)
+        self._joint_row = np.empty(m, np.int64)
+        self._joint_row[joint] = np.arange(m)
         self._xe = np.zeros((self._local_seg.size, 3))
         self._qe = np.zeros((self._local_seg.size, 4))
         # per node its row in the working arrays: a segment's elimination rank among the segments, a joint's
@@ -349,7 +354,7 @@ class CompiledKKT:
         # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
         self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
         for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint", "_free_order",
-                     "_local_seg", "_ranks"):  # fmt: skip
+                     "_local_seg", "_ranks", "_seg_row", "_joint_row"):  # fmt: skip
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
         self._jc = tuple(np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc)
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
@@ -496,7 +501,7 @@ class CompiledKKT:
             self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
             self._lam_e, True,
         )  # fmt: skip
-        k.scatter_state(self._xe, self._qe, self._lam_e, self._local_seg, self.n_free, self._joint, x, q, lam)
+        k.scatter_state(self._xe, self._qe, self._lam_e, self._seg_row, self._joint_row, x, q, lam)
         residual = self._forward(True, False, False)
         self._pose_key, lam_key = self._fingerprints(x, q, lam)
         self._work_key = (self._pose_key, lam_key)
