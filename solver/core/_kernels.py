@@ -112,7 +112,8 @@ def newton_forward(
     Joints: constants, ``lam`` and ``alpha`` in their elimination order (row i), ``c`` (m, 6) in row
     ``joint[i]``. With ``evaluate``, joint ``eval_at[k]`` (−1: none) gets ``c`` of Eq. 23 at the pose and, with
     ``refactor``, its two Jacobian blocks written into ``w`` at their edge slots (−1: pinned side) just before
-    node k, its first consumer, is eliminated: the blocks are used while in cache. ``rest`` (m, 4) the rest
+    node k, its first consumer, is eliminated: the blocks are used while in cache (without ``substitute``
+    the joints are evaluated in their order, the nodes not visited). ``rest`` (m, 4) the rest
     Darboux quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain (for "eq23"). Joint kinds (as
     :class:`~solver.core.joint_constraint.JointEvaluator`): ``mask`` (m, 6) the row masks (0 rows: every row
     kept), a dropped row has c = 0 and a zero Jacobian row; ``frame`` (m,) −1 or the row of ``basis_t`` (Bᵀ,
@@ -144,8 +145,9 @@ def newton_forward(
     r = np.empty(6)
     jacobians = refactor
     residual = 0.0
-    for k in range(n):
-        i_ = eval_at[k]
+    # without substitution only the joints are visited, in their order (their constants' and C's rows)
+    for k in range(n if substitute else joint.shape[0]):
+        i_ = eval_at[k] if substitute else k
         if evaluate and i_ >= 0:
             j = joint[i_]
             p, kc = parent[i_], child[i_]
