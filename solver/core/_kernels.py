@@ -144,6 +144,7 @@ def newton_forward(
     tmp = np.empty((3, 3))
     r = np.empty(6)
     jacobians = refactor
+    last_p = -1  # the parent segment of the joint evaluated last (its rotation is in rp)
     residual = 0.0
     # without substitution only the joints are visited, in their order (their constants' and C's rows)
     for k in range(n if substitute else joint.shape[0]):
@@ -152,8 +153,13 @@ def newton_forward(
             j = joint[i_]
             p, kc = parent[i_], child[i_]
             f = frame[i_]
+            if kc == last_p:  # a chain: this child is the last joint's parent, its rotation made already
+                for i in range(3):
+                    rc[i, 0], rc[i, 1], rc[i, 2] = rp[i, 0], rp[i, 1], rp[i, 2]
+            else:
+                _rotation(q, kc, rc)
             _rotation(q, p, rp)
-            _rotation(q, kc, rc)
+            last_p = p
             for i in range(3):
                 sd = x[p, i] - x[kc, i]
                 for h in range(3):
