@@ -15,6 +15,11 @@ and stepped once in a fresh process at 10 000 and 100 000 segments; ``memory_byt
 growth of the peak resident set between the two, divided by the 90 000 extra segments (interpreter and
 imports cancel). Targets: slope ≤ 1.1, ≤ 40 ms per iteration at 100 000 segments, ≤ 3 kB per segment.
 
+Measured on the 2-core development machine, shared with other jobs (numba 0.61.2): at 100 000 segments the
+best of 15–40 iterations is ~41 ms (chain) and ~40–41 ms (random tree); this benchmark's medians of 3 ranged
+42–78 ms in runs while the other jobs loaded the memory bus (slopes 0.96–1.13 accordingly); peak memory
+2.90–2.96 kB per segment.
+
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
     python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)
 """

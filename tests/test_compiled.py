@@ -275,6 +275,26 @@ def test_the_residual_follows_changes_made_after_an_iteration():
     assert sim.residual() == pytest.approx(reference(), rel=1e-9)
 
 
+@needs_numba
+def test_an_iteration_starts_from_changes_made_after_the_last_one():
+    """The compiled iteration keeps its working copies of the pose and λ from one iteration to the next only
+    while the arrays are unchanged (their fingerprints): a segment moved and a λ changed in place between
+    iterations (as a Gauss–Seidel set changes them) are iterated from, as the numpy solver does."""
+    model = random_tree(300, seed=4)
+    numpy_sim, compiled_sim, unchanged = (Simulator(model, dt=1 / 60, compiled=flag) for flag in (False, True, True))
+    for sim in (numpy_sim, compiled_sim, unchanged):
+        sim.begin_step()
+        sim.iterate()
+        if sim is not unchanged:
+            sim.lam[17] += 0.01  # (|λ| is up to ~0.007 here)
+            sim.positions[40] += [2e-3, -1e-3, 0.0]
+        sim.iterate()
+    assert np.max(np.abs(compiled_sim.positions - unchanged.positions)) > 1e-4  # the changes matter
+    assert np.max(np.abs(compiled_sim.lam - unchanged.lam)) > 1e-4
+    np.testing.assert_allclose(compiled_sim.positions, numpy_sim.positions, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compiled_sim.lam, numpy_sim.lam, rtol=0, atol=1e-9 * np.max(np.abs(numpy_sim.lam)))
+
+
 def run_python(code: str, env_extra: dict) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("NUMBA_CACHE_DIR", None)

@@ -297,6 +297,11 @@ class CompiledKKT:
         self._local_seg = np.ascontiguousarray(np.concatenate((free_order, pinned)), dtype=np.int64)
         local = np.full(max(int(held.max(initial=-1)), int(self._free_index.max(initial=-1))) + 1, -1, np.int64)
         local[self._local_seg] = np.arange(self._local_seg.size)
+        # and back: each model row's row in the working arrays (−1: not a free segment), each joint's rank
+        self._seg_row = np.full(local.size, -1, np.int64)
+        self._seg_row[free_order] = np.arange(free_order.size)
+        self._joint_row = np.empty(m, np.int64)
+        self._joint_row[joint] = np.arange(m)
         self._xe = np.zeros((self._local_seg.size, 3))
         self._qe = np.zeros((self._local_seg.size, 4))
         # per node its row in the working arrays: a segment's elimination rank among the segments, a joint's
@@ -309,6 +314,8 @@ class CompiledKKT:
         self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
         self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
         self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
+        self._work_key: tuple[tuple[int, int], int] | None = None
         self._no_words = np.zeros(0, np.uint64)
         self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
         self._c_model = False  # whether _c (model order) holds _c_e
@@ -347,7 +354,7 @@ class CompiledKKT:
         # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
         self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
         for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint", "_free_order",
-                     "_local_seg", "_ranks"):  # fmt: skip
+                     "_local_seg", "_ranks", "_seg_row", "_joint_row"):  # fmt: skip
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
         self._jc = tuple(np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc)
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
@@ -392,6 +399,7 @@ class CompiledKKT:
         return self._node_index
 
     def _gather_pose(self, x, q) -> None:
+        self._work_key = None
         self._k.gather_rows(x, self._local_seg, self._xe)
         self._k.gather_rows(q, self._local_seg, self._qe)
 
@@ -433,6 +441,7 @@ class CompiledKKT:
             value, last_lam_key, last_alpha_key = self._last_residual
             if last_lam_key == lam_key and last_alpha_key == alpha_key:
                 return value
+        self._work_key = None
         self._k.gather_rows(lam, self._joint, self._lam_e)
         self._gather_alpha(alpha, alpha_key)
         if current:
@@ -466,13 +475,17 @@ class CompiledKKT:
         """One Newton iteration at the pose (x, q) with multipliers ``lam``, all updated in place:
         H (Δx, Δλ) = (0, −(C + α̃λ)) with the factorisation renewed if :meth:`factor` asked for it.
         Returns ``‖C + α̃λ‖∞`` at the new pose. The kernels work on copies in elimination order (gathered at
-        the start, scattered at the end): they read and write them in sequence."""
+        the start unless they hold this pose and λ already, as after the last iterate: compared by
+        fingerprints, one sequential read; scattered at the end): they read and write them in sequence."""
         k = self._k
         refactor = self._pending
         if not refactor and not self.factored:
             raise RuntimeError("CompiledKKT.iterate called before factor")
-        evaluate = refactor or not self._current(x, q)
-        k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
+        pose_key, lam_key = self._fingerprints(x, q, lam)
+        evaluate = refactor or self._pose_key != pose_key
+        if self._work_key != (pose_key, lam_key):
+            k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
+        self._work_key = None
         if refactor or alpha is self._alpha:
             self._gather_alpha(self._alpha, self._alpha_key)
         else:
@@ -488,9 +501,10 @@ class CompiledKKT:
             self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
             self._lam_e, True,
         )  # fmt: skip
-        k.scatter_state(self._xe, self._qe, self._lam_e, self._local_seg, self.n_free, self._joint, x, q, lam)
+        k.scatter_state(self._xe, self._qe, self._lam_e, self._seg_row, self._joint_row, x, q, lam)
         residual = self._forward(True, False, False)
         self._pose_key, lam_key = self._fingerprints(x, q, lam)
+        self._work_key = (self._pose_key, lam_key)
         self._last_residual = (residual, lam_key, self._alpha_e_key)
         return residual
 
