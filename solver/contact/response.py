@@ -415,6 +415,23 @@ class ContactResponse(ContactRows):
         iteration with the new linearisation. The step's first iteration starts λ̄_n at the last step's normal
         impulse at the same material point (``Contacts._warm_normal``), later ones at the current λ_n.
 
+        ``Contacts(geometric_stiffness=True)`` (the default) makes the joints' part a Newton step on the implicit
+        step itself rather than Deul's Eq. 22, which drops the momentum residual g = M (z − ẑ) − Jᵀλ − Gᵀλ_c and has
+        no second derivatives of the constraints in H: the joints' H is factored with M + K̃ in its mass block, K̃
+        the joints' geometric stiffness lumped to a positive diagonal (:meth:`_lumped_geometric_stiffness`; Andrews,
+        Teichmann & Kry 2017; the geometric term of Tournier et al. 2015, "Stable Constrained Dynamics", ACM TOG
+        34(4): 132), and the right-hand side carries g, H Δz_J = (−g, −(C + α̃λ)_J). With g on the right-hand side
+        the iterations' fixed point is the implicit step whatever the matrix (a Newton method with a modified,
+        positive definite Hessian: Nocedal & Wright 2006, §3.4), and the matrix is the Lagrangian's Hessian where
+        K̃ = K: a straight link pulled along its axis, K = (u·p)(I − ẑẑᵀ) in its body frame, is diagonal, so on a
+        taut rope the iterations converge as Newton's, quadratically. Without K̃ a taut rope's Newton step turns its
+        links by the tension's torque over their own inertia (T l/2 against m l²/12 h²: 2000 N/m against 26 N/m
+        where the capstan's rope leaves the cylinder) and overshoots; with g but without K̃ every step hit the cap.
+        K̃ is built from the joints' impulses of the iterate, at a step's first iteration (λ = 0) from the last
+        step's. The residual then also holds the momentum balance: |(M + K̃)⁻¹ g| in metres (rotations times half
+        the segment's length plus its radius). ``geometric_stiffness=False``: Deul's step (docs/notes/contacts.md
+        compares them).
+
         Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
         plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
         the iterate the solve started from [m]: the largest natural map |y − proj(y − (S y + q))| per row, scaled by
@@ -422,18 +439,26 @@ class ContactResponse(ContactRows):
         the contact conditions hold with Coulomb's bound at the current iterate."""
         if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
             return 0.0
-        # The joint-only Newton step at this iterate, H Δz_J = (0, −(C + α̃λ)_J): taken by the Simulator's own
-        # iteration (which factors H here), then undone, so that the contact rows are linearised at this iterate,
-        # not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's tension alone
-        # pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of the whole
-        # linearised system
+        # The joint-only Newton step at this iterate, H Δz_J = (−g, −(C + α̃λ)_J) (g = 0 without geometric stiffness),
+        # with H factored by the Simulator's own iteration (its step undone), so that the contact rows are linearised
+        # at this iterate, not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's
+        # tension alone pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of
+        # the whole linearised system
         start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
-        joint_rhs = sim.constraint_residual().copy()
-        sim._kkt_iteration()
-        kkt = sim._kkt
-        dz_joint, dl_joint = kkt.solve(None, joint_rhs)
-        sim.positions[...], sim.orientations[...], sim.lam[...] = start
         first = self._first_solve
+        joint_rhs = sim.constraint_residual().copy()
+        momentum = self._momentum_residual(sim) if self.geometric_stiffness else None
+        masses = sim._mass_diag_free
+        if self.geometric_stiffness:
+            lam_k = self._last_joint_lam if first and self._last_joint_lam.shape == sim.lam.shape else sim.lam
+            stiffness = self._lumped_geometric_stiffness(sim, lam_k)
+            sim._mass_diag_free = masses + stiffness
+        try:
+            sim._kkt_iteration()
+        finally:
+            sim._mass_diag_free = masses
+        kkt = sim._kkt
+        sim.positions[...], sim.orientations[...], sim.lam[...] = start
         self._first_solve = False
         b = self._all
         rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha_n = self._row_geometry(sim, b)
@@ -459,6 +484,20 @@ class ContactResponse(ContactRows):
         ga_r, gb_r = np.concatenate(grad_a), np.concatenate(grad_b)
         rhs_r, alpha_r, lam_r = np.concatenate(rhs), np.concatenate(alpha), np.concatenate(lam)
         nr, n_free = rhs_r.size, sim.free_index.size
+        momentum_residual = 0.0
+        if momentum is not None:
+            for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
+                ok = segs >= 0
+                np.add.at(momentum, segs[ok], -grads[ok] * lam_r[ok, None])
+            reach = 0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]
+            mk = sim._mass_diag_free + stiffness
+            momentum_residual = float(
+                max(
+                    np.max(np.abs(momentum[:, :3] / mk[:, :3]), initial=0.0),
+                    np.max(np.abs(momentum[:, 3:] / mk[:, 3:]) * reach[:, None], initial=0.0),
+                )
+            )
+        dz_joint, dl_joint = kkt.solve(None if momentum is None else -momentum, joint_rhs)
         # H⁻¹ Gᵀ e_r: the pose's and the joints' response to a unit impulse on each row
         resp_x = np.zeros((nr, n_free, 6))
         resp_l = np.zeros((nr,) + sim.lam.shape)
@@ -519,10 +558,59 @@ class ContactResponse(ContactRows):
             held = np.abs(lt[fric]) >= bound * (1.0 - 1e-9)
             on_box[fric] = np.where(held & (bound > 0.0), np.sign(lt[fric]), 0)
             self._sliding = on_box
+        residual = max(residual, momentum_residual)
         if first:
             # the first iterate is the prediction, no Newton iterate: at least one more iteration
             return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12)
         return residual
+
+    def _momentum_residual(self, sim) -> np.ndarray:
+        """g = M (z − ẑ) − Jᵀλ of the free segments (n_free, 6) [kg·m; body-frame rotations kg·m²]: the implicit
+        step's momentum balance with the joints' impulses, ẑ the prediction (``Contacts.begin_step``), rotations as
+        the Simulator reads them back (``body_rotation_vector``). The contact rows' −Gᵀλ_c is added by the caller."""
+        f = sim.free_index
+        x_pred, q_pred = self._predicted
+        mass = sim._mass_diag_free
+        g = np.empty((f.size, 6))
+        g[:, :3] = mass[:, :3] * (sim.positions[f] - x_pred[f])
+        g[:, 3:] = mass[:, 3:] * quat.body_rotation_vector(q_pred[f], sim.orientations[f])
+        if sim.model.n_joints:
+            sim._joint_values()  # the evaluator at this pose
+            _, _, jpt, jct = sim._joint_eval.jacobians()
+            for segs, jac_t in ((sim._seg_a, jpt), (sim._seg_b, jct)):
+                ok = segs >= 0
+                np.add.at(g, segs[ok], -np.einsum("kij,kj->ki", jac_t[ok], sim.lam[ok]))
+        return g
+
+    @staticmethod
+    def _lumped_geometric_stiffness(sim, lam: np.ndarray) -> np.ndarray:
+        """The joints' geometric stiffness K = Σ_j ∂²(λ_jᵀ C_j)/∂z², lumped to a diagonal (n_free, 6) that is
+        positive by construction: the Euclidean norm of each column of K (Andrews, Teichmann & Kry 2017,
+        "Geometric Stiffness for Real-time Constrained Multibody Dynamics", Comput. Graph. Forum 36(2): 235–246).
+
+        The point rows C = x_p + R_p p_p − x_c − R_c p_c are linear in the positions; their curvature is in the
+        body rotations: with u = Rᵀ f the row's force on a side in its body frame and p its joint point,
+        ∂²(−f·R exp([φ]×) p)/∂φ² = (u·p) I − ½(u pᵀ + p uᵀ) [kg·m² with λ in N·s²]: a link pulled outwards at its
+        joint point (tension, u·p > 0) is stiff against turning. The bend/twist rows' curvature (bending moment
+        over length) is left out: for a rope it is orders of magnitude below the tension's."""
+        model = sim.model
+        out = np.zeros((sim.free_index.size, 6))
+        if model.n_joints == 0 or not np.any(lam[:, :3]):
+            return out
+        sim._joint_values()
+        _, _, jpt, jct = sim._joint_eval.jacobians()
+        for segs, seg_all, jac_t, point in (
+            (sim._seg_a, model.joint_parent, jpt, model.joint_point_parent),
+            (sim._seg_b, model.joint_child, jct, model.joint_point_child),
+        ):
+            force = np.einsum("kij,kj->ki", jac_t[:, :3, :3], lam[:, :3])  # the point rows' force, world frame
+            u = quat.rotate_inverse(sim.orientations[seg_all], force)
+            k = np.einsum("ki,ki->k", u, point)[:, None, None] * np.eye(3) - 0.5 * (
+                u[:, :, None] * point[:, None, :] + point[:, :, None] * u[:, None, :]
+            )
+            ok = segs >= 0
+            np.add.at(out, (segs[ok], slice(3, 6)), np.linalg.norm(k[ok], axis=1))
+        return out
 
     @staticmethod
     def _joint_merit(sim) -> float:
