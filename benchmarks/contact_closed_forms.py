@@ -29,7 +29,7 @@ deflections against Euler–Bernoulli with k = 192 E I / L³: F = P k_B / (k_A +
 
 ``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(direct_method=)`` (default: the
 active set; ``schur``: a box QP on the contact Schur complement per Newton iteration, the joints' step with their
-geometric stiffness, which meets 10 of the 12 capstan targets with 0.06 % of the steps at the cap,
+geometric stiffness, which meets the 12 capstan targets with 0.06 % of the steps at the cap,
 docs/notes/contacts.md).
 
 Over all runs: steps that hit the iteration cap (≤ 1 %), median and largest iterations per step, deepest

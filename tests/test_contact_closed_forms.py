@@ -132,7 +132,7 @@ def test_the_schur_method_holds_a_rope_on_a_cylinder_below_e_to_the_mu_theta(mu,
     assert_capstan_holds(closed.capstan(mu, wrap, 0.8, seconds=0.5, direct_method="schur"), creep_m=0.25e-3)
 
 
-# measured errors of the acceleration: μ 0.2: +1.0 % (π/2), +0.5 % (π); μ 0.5, π/2: −1.6 %; no step at the cap
+# measured errors of the acceleration: μ 0.2: +1.2 % (π/2), +1.4 % (π); μ 0.5, π/2: +0.3 %; no step at the cap
 @pytest.mark.parametrize("mu, wrap", [(0.2, np.pi / 2), (0.2, np.pi), (0.5, np.pi / 2)])
 def test_the_schur_method_slides_a_rope_on_a_cylinder_at_the_analytic_acceleration(mu, wrap):
     """The capstan at 1.25 e^{μθ}: the rope slides with the acceleration of the capstan equation (the end blocks and
@@ -140,15 +140,19 @@ def test_the_schur_method_slides_a_rope_on_a_cylinder_at_the_analytic_accelerati
     assert_capstan_slides(closed.capstan(mu, wrap, 1.25, seconds=0.4, direct_method="schur"))
 
 
-@pytest.mark.xfail(strict=True, reason="capstan μ 0.5, θ = π, sliding: −5.6 % at Δt = 1/200 s, no step at the cap")
 def test_the_schur_method_slides_a_rope_half_round_a_cylinder_at_mu_one_half():
-    assert_capstan_slides(closed.capstan(0.5, np.pi, 1.25, seconds=0.4, direct_method="schur"))
+    """μ 0.5, θ = π at 1.25 e^{μθ} (measured +0.38 %, no step at the cap): the friction of a sliding row is on the
+    Coulomb cone along its slip; the per-tangent box alone gave −5.6 %, the wrapped rope zig-zagging along the
+    cylinder's axis with ±μλ_n of axial friction at every other row."""
+    run = closed.capstan(0.5, np.pi, 1.25, seconds=0.4, direct_method="schur")
+    assert_capstan_slides(run)
+    assert run["error"] == pytest.approx(0.0, abs=0.02)
 
 
 def test_the_schur_method_converges_where_a_taut_rope_leaves_the_cylinder():
     """μ 0.5, θ = π, sliding at 1.25 e^{μθ}, the first 0.1 s: with the joints' geometric stiffness in H and the
     momentum residual on the right-hand side (``geometric_stiffness``, the default) every step converges to 1e-6 m
-    within 10 iterations (measured: median 2, at most 3); Deul's joint step (``geometric_stiffness=False``) needs a
+    within 10 iterations (measured: median 5, at most 6); Deul's joint step (``geometric_stiffness=False``) needs a
     median of 12 and up to 21 here, and 9 of 80 steps hit the 50-iteration cap over 0.4 s."""
     run = closed.capstan(0.5, np.pi, 1.25, seconds=0.1, direct_method="schur")
     assert not run["failed"] and run["cap_steps"] == 0 and run["unconverged"] == 0

@@ -127,12 +127,11 @@ class Contacts(ContactCandidates, PostStabilisation):
     ``geometric_stiffness`` (``"schur"`` only, default True): its Newton step solves the implicit step's momentum
     balance with the joints' geometric stiffness lumped into H's mass block (``ContactResponse._project_schur``);
     False: Deul's joint step (Eq. 22), whose taut rope overshoots at the links where it leaves a collider.
-    Measured (benchmarks/contact_closed_forms.py, Δt = 1/200 s): it meets 10 of the capstan's 12 hold and slide
-    targets (all six holds, creep ≤ 52 µm in 0.5 s; the slides over π/2 and π at μ 0.2 and 2π at μ 0.2, and π/2 at
-    μ 0.5, within 1.6 %), where the other methods cycle, with 1 of 1609 steps at the cap over all the benchmark's
-    runs (median 2 iterations); μ 0.5 slides 5.6 % (θ = π) and 11 % (2π) slower than the capstan equation, with no
-    step at the cap (docs/notes/contacts.md gives each run; with ``geometric_stiffness=False`` 8 of 12, 6 % of the
-    steps at the cap).
+    Measured (benchmarks/contact_closed_forms.py, Δt = 1/200 s): it meets the capstan's 12 hold and slide targets
+    (creep ≤ 66 µm in 0.5 s; slides within 1.5 % of the capstan equation), where the other methods cycle, with 1 of
+    1609 steps at the cap over all the benchmark's runs (median 2 iterations); the friction of a sliding row is on the
+    Coulomb cone along its slip (docs/notes/contacts.md gives each run; with ``geometric_stiffness=False`` and the
+    per-tangent friction box 8 of 12, 6 % of the steps at the cap).
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
     frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
     μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does

@@ -432,6 +432,15 @@ class ContactResponse(ContactRows):
         the segment's length plus its radius). ``geometric_stiffness=False``: Deul's step (docs/notes/contacts.md
         compares them).
 
+        The cone: a row whose friction ends on its box while it slips gets, for its next Newton iteration, the box
+        inscribed in the cone along its slip s (the QP's gradient on its two friction rows), |λ_t,i| ≤ μλ_n |s_i|/|s|,
+        its direction relaxed by half towards the new slip's at each iteration; rows inside their box get the whole
+        box again. At a fixed point a sliding row's friction is −μλ_n s/|s|, Coulomb's law with maximal dissipation;
+        the per-tangent box alone let a corner carry √2 μλ_n: on the capstan (μ 0.5, θ = π) the wrapped rope's rows
+        held μλ_n along the rope and ±μλ_n along the cylinder's axis in alternation, the rope zig-zagged axially and
+        slid 5.6 % slow. The friction rows' part of the residual is the natural map of the disk (scaled by the row's
+        smaller S_ii), which is 0 only there.
+
         Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
         plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
         the iterate the solve started from [m]: the largest natural map |y − proj(y − (S y + q))| per row, scaled by
@@ -525,22 +534,58 @@ class ContactResponse(ContactRows):
         lo = np.concatenate((np.zeros(k), np.full(2 * fric.size, -np.inf)))
         hi = np.full(nr, np.inf)
 
-        def box(normal):
+        nf = fric.size
+
+        def box(normal, share=None):
             bound = np.tile(mu * np.maximum(normal[fric], 0.0), 2)
+            if share is not None:
+                bound = bound * np.concatenate((share[:, 0], share[:, 1]))
             lo[k:], hi[k:] = -bound, bound
 
         box(lam_n)
-        residual = float(np.max(np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag, initial=0.0))
-        box(self._warm_normal if first else lam_n)
+        natural = np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag
+        if nf:
+            # friction rows: the natural map of the disk |λ_t| ≤ μλ_n (one scale per row), not of the box
+            yt = np.stack((lam_r[k : k + nf], lam_r[k + nf :]), axis=1)
+            scale = np.minimum(diag[k : k + nf], diag[k + nf :])
+            trial = yt - np.stack((rhs_r[k : k + nf], rhs_r[k + nf :]), axis=1) / scale[:, None]
+            length = np.linalg.norm(trial, axis=1)
+            radius = mu * np.maximum(lam_n[fric], 0.0)
+            proj = trial * np.minimum(1.0, radius / np.maximum(length, 1e-300))[:, None]
+            natural = np.concatenate((natural[:k], np.linalg.norm(yt - proj, axis=1) * scale))
+        residual = float(np.max(natural, initial=0.0))
+        share = None
+        if nf:
+            held = getattr(self, "_cone_share", None)
+            share = held if held is not None and held.shape == (nf, 2) and not first else np.ones((nf, 2))
+        box(self._warm_normal if first else lam_n, share)
         y, solves, settled = lam_r, 0, True
         for _ in range(self.friction_rounds if fric.size else 1):
             res = solve_box_qp(s, q, lo, hi, x0=y)
             y, solves, settled = res.x, solves + res.iterations, settled and res.converged
-            bound_t = mu * np.maximum(y[:k], 0.0)[fric]
-            change = float(np.max(np.abs(bound_t - hi[k : k + fric.size]), initial=0.0))
-            box(y[:k])
-            if change <= 1e-6 * float(np.max(bound_t, initial=0.0)) + 1e-300:
+            used = hi[k:].copy()
+            box(y[:k], share)
+            change = float(np.max(np.abs(hi[k:] - used), initial=0.0))
+            if change <= 1e-6 * float(np.max(hi[k:], initial=0.0)) + 1e-300:
                 break
+        if share is not None:
+            # rows whose friction is on its box (sliding): the box of their next round is the cone's inscribed box
+            # along their slip (the QP's gradient there), so the friction of a sliding row opposes its slip with
+            # |λ_t| = μλ_n, not up to √2 μλ_n at a corner of the per-tangent box
+            ft = np.stack((y[k : k + nf], y[k + nf :]), axis=1)
+            top = np.stack((used[:nf], used[nf:]), axis=1)  # the bounds of the last QP
+            slip = (s[k:] @ y + q[k:]).reshape(2, nf).T
+            slip_len = np.linalg.norm(slip, axis=1)
+            on = np.any(np.abs(ft) >= top * (1.0 - 1e-9), axis=1) & (slip_len > 1e-3 * float(sim.tolerance))
+            # a row that was sliding already: its direction relaxed by half towards the new slip's (the plain fixed
+            # point cycled between a row's lateral friction held and released); rows inside their box get it whole
+            new = np.abs(slip[on]) / slip_len[on, None]
+            old = share[on]
+            was_on = np.abs(np.linalg.norm(old, axis=1) - 1.0) < 1e-9  # a direction, not the whole box (norm √2)
+            mixed = np.where(was_on[:, None], old + new, new)
+            share = np.ones((nf, 2))
+            share[on] = mixed / np.linalg.norm(mixed, axis=1)[:, None]
+            self._cone_share = share
         self.solve_log.append((solves, settled))
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)
@@ -555,7 +600,7 @@ class ContactResponse(ContactRows):
             self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
             on_box = np.zeros((k, 2), np.int8)
             bound = (mu * y[:k][fric])[:, None]
-            held = np.abs(lt[fric]) >= bound * (1.0 - 1e-9)
+            held = np.linalg.norm(lt[fric], axis=1)[:, None] >= bound * (1.0 - 1e-6)  # on the cone: sliding
             on_box[fric] = np.where(held & (bound > 0.0), np.sign(lt[fric]), 0)
             self._sliding = on_box
         residual = max(residual, momentum_residual)
