@@ -124,10 +124,14 @@ class Contacts(ContactCandidates, PostStabilisation):
     Schur complement S = G H⁻¹ Gᵀ + α̃ (one tree solve per row) and the contact impulses from the convex QP
     min ½ yᵀ S y + bᵀ y, y_n ≥ 0, |y_t| ≤ μ λ̄_n, solved by a primal active-set method that terminates and cannot
     cycle (``ContactResponse._project_schur``, :mod:`solver.contact.box_qp`), rows as the semismooth method's.
-    Measured (benchmarks/contact_closed_forms.py): it meets 8 of the capstan's 12 hold and slide targets (μ 0.2
-    holding and sliding over π/2 and π, holding over 2π; μ 0.5 over π/2, and holding over π), where the other
-    methods cycle; μ 0.2 sliding over 2π reaches the cap in 2 of 80 steps, μ 0.5 over π in 9, and μ 0.5 over 2π
-    holds in 12 of 100 and slides 5 times too fast (docs/notes/contacts.md gives each run).
+    ``geometric_stiffness`` (``"schur"`` only, default True): its Newton step solves the implicit step's momentum
+    balance with the joints' geometric stiffness lumped into H's mass block (``ContactResponse._project_schur``);
+    False: Deul's joint step (Eq. 22), whose taut rope overshoots at the links where it leaves a collider.
+    Measured (benchmarks/contact_closed_forms.py, Δt = 1/200 s): it meets the capstan's 12 hold and slide targets
+    (creep ≤ 66 µm in 0.5 s; slides within 1.5 % of the capstan equation), where the other methods cycle, with 1 of
+    1609 steps at the cap over all the benchmark's runs (median 2 iterations); the friction of a sliding row is on the
+    Coulomb cone along its slip (docs/notes/contacts.md gives each run; with ``geometric_stiffness=False`` and the
+    per-tangent friction box 8 of 12, 6 % of the steps at the cap).
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
     frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
     μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does
@@ -184,6 +188,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         direct_method: str = "active_set",
         line_search: int = 6,
         friction_rounds: int = 8,
+        geometric_stiffness: bool = True,
     ):
         self.model = model
         self.colliders = list(colliders)
@@ -231,6 +236,8 @@ class Contacts(ContactCandidates, PostStabilisation):
         if int(friction_rounds) != friction_rounds or friction_rounds < 1:
             raise ValueError(f"friction_rounds must be an integer >= 1, got {friction_rounds!r}")
         self.friction_rounds = int(friction_rounds)
+        self.geometric_stiffness = bool(geometric_stiffness)
+        self._last_joint_lam = np.zeros((0, 6))
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
@@ -308,6 +315,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         Colliders are placed at their pose at the end of the step (t + Δt).
         """
         x_pred, q_pred = sim.positions, sim.orientations
+        self._predicted = (x_pred.copy(), q_pred.copy())
         x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
         # Friction holds the material points at the implicit stage's start: the step's start pose for Euler, BDF2's
         # (4x_n − x_{n−1})/3, from which the Simulator takes the velocities (x − x̂)/h, so a sticking contact
@@ -570,6 +578,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         """Record the deepest remaining penetration of this step's contacts [m] and the step's
         :class:`ContactReport` (logged when the step did not converge)."""
         residual = max(sim.residual(), self._step_residual)
+        self._last_joint_lam = sim.lam.copy()
         self.post_overlap = 0.0
         if self.post_stabilise:
             self._post_stabilise(sim)

@@ -415,6 +415,32 @@ class ContactResponse(ContactRows):
         iteration with the new linearisation. The step's first iteration starts λ̄_n at the last step's normal
         impulse at the same material point (``Contacts._warm_normal``), later ones at the current λ_n.
 
+        ``Contacts(geometric_stiffness=True)`` (the default) makes the joints' part a Newton step on the implicit
+        step itself rather than Deul's Eq. 22, which drops the momentum residual g = M (z − ẑ) − Jᵀλ − Gᵀλ_c and has
+        no second derivatives of the constraints in H: the joints' H is factored with M + K̃ in its mass block, K̃
+        the joints' geometric stiffness lumped to a positive diagonal (:meth:`_lumped_geometric_stiffness`; Andrews,
+        Teichmann & Kry 2017; the geometric term of Tournier et al. 2015, "Stable Constrained Dynamics", ACM TOG
+        34(4): 132), and the right-hand side carries g, H Δz_J = (−g, −(C + α̃λ)_J). With g on the right-hand side
+        the iterations' fixed point is the implicit step whatever the matrix (a Newton method with a modified,
+        positive definite Hessian: Nocedal & Wright 2006, §3.4), and the matrix is the Lagrangian's Hessian where
+        K̃ = K: a straight link pulled along its axis, K = (u·p)(I − ẑẑᵀ) in its body frame, is diagonal, so on a
+        taut rope the iterations converge as Newton's, quadratically. Without K̃ a taut rope's Newton step turns its
+        links by the tension's torque over their own inertia (T l/2 against m l²/12 h²: 2000 N/m against 26 N/m
+        where the capstan's rope leaves the cylinder) and overshoots; with g but without K̃ every step hit the cap.
+        K̃ is built from the joints' impulses of the iterate, at a step's first iteration (λ = 0) from the last
+        step's. The residual then also holds the momentum balance: |(M + K̃)⁻¹ g| in metres (rotations times half
+        the segment's length plus its radius). ``geometric_stiffness=False``: Deul's step (docs/notes/contacts.md
+        compares them).
+
+        The cone: a row whose friction ends on its box while it slips gets, for its next Newton iteration, the box
+        inscribed in the cone along its slip s (the QP's gradient on its two friction rows), |λ_t,i| ≤ μλ_n |s_i|/|s|,
+        its direction relaxed by half towards the new slip's at each iteration; rows inside their box get the whole
+        box again. At a fixed point a sliding row's friction is −μλ_n s/|s|, Coulomb's law with maximal dissipation;
+        the per-tangent box alone let a corner carry √2 μλ_n: on the capstan (μ 0.5, θ = π) the wrapped rope's rows
+        held μλ_n along the rope and ±μλ_n along the cylinder's axis in alternation, the rope zig-zagged axially and
+        slid 5.6 % slow. The friction rows' part of the residual is the natural map of the disk (scaled by the row's
+        smaller S_ii), which is 0 only there.
+
         Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
         plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
         the iterate the solve started from [m]: the largest natural map |y − proj(y − (S y + q))| per row, scaled by
@@ -422,18 +448,26 @@ class ContactResponse(ContactRows):
         the contact conditions hold with Coulomb's bound at the current iterate."""
         if self.n_contacts == 0 or sim.solver != "kkt" or sim.model.n_joints == 0:
             return 0.0
-        # The joint-only Newton step at this iterate, H Δz_J = (0, −(C + α̃λ)_J): taken by the Simulator's own
-        # iteration (which factors H here), then undone, so that the contact rows are linearised at this iterate,
-        # not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's tension alone
-        # pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of the whole
-        # linearised system
+        # The joint-only Newton step at this iterate, H Δz_J = (−g, −(C + α̃λ)_J) (g = 0 without geometric stiffness),
+        # with H factored by the Simulator's own iteration (its step undone), so that the contact rows are linearised
+        # at this iterate, not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's
+        # tension alone pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of
+        # the whole linearised system
         start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
-        joint_rhs = sim.constraint_residual().copy()
-        sim._kkt_iteration()
-        kkt = sim._kkt
-        dz_joint, dl_joint = kkt.solve(None, joint_rhs)
-        sim.positions[...], sim.orientations[...], sim.lam[...] = start
         first = self._first_solve
+        joint_rhs = sim.constraint_residual().copy()
+        momentum = self._momentum_residual(sim) if self.geometric_stiffness else None
+        masses = sim._mass_diag_free
+        if self.geometric_stiffness:
+            lam_k = self._last_joint_lam if first and self._last_joint_lam.shape == sim.lam.shape else sim.lam
+            stiffness = self._lumped_geometric_stiffness(sim, lam_k)
+            sim._mass_diag_free = masses + stiffness
+        try:
+            sim._kkt_iteration()
+        finally:
+            sim._mass_diag_free = masses
+        kkt = sim._kkt
+        sim.positions[...], sim.orientations[...], sim.lam[...] = start
         self._first_solve = False
         b = self._all
         rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha_n = self._row_geometry(sim, b)
@@ -459,6 +493,20 @@ class ContactResponse(ContactRows):
         ga_r, gb_r = np.concatenate(grad_a), np.concatenate(grad_b)
         rhs_r, alpha_r, lam_r = np.concatenate(rhs), np.concatenate(alpha), np.concatenate(lam)
         nr, n_free = rhs_r.size, sim.free_index.size
+        momentum_residual = 0.0
+        if momentum is not None:
+            for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
+                ok = segs >= 0
+                np.add.at(momentum, segs[ok], -grads[ok] * lam_r[ok, None])
+            reach = 0.5 * self.model.lengths[sim.free_index] + self.radius[sim.free_index]
+            mk = sim._mass_diag_free + stiffness
+            momentum_residual = float(
+                max(
+                    np.max(np.abs(momentum[:, :3] / mk[:, :3]), initial=0.0),
+                    np.max(np.abs(momentum[:, 3:] / mk[:, 3:]) * reach[:, None], initial=0.0),
+                )
+            )
+        dz_joint, dl_joint = kkt.solve(None if momentum is None else -momentum, joint_rhs)
         # H⁻¹ Gᵀ e_r: the pose's and the joints' response to a unit impulse on each row
         resp_x = np.zeros((nr, n_free, 6))
         resp_l = np.zeros((nr,) + sim.lam.shape)
@@ -486,22 +534,58 @@ class ContactResponse(ContactRows):
         lo = np.concatenate((np.zeros(k), np.full(2 * fric.size, -np.inf)))
         hi = np.full(nr, np.inf)
 
-        def box(normal):
+        nf = fric.size
+
+        def box(normal, share=None):
             bound = np.tile(mu * np.maximum(normal[fric], 0.0), 2)
+            if share is not None:
+                bound = bound * np.concatenate((share[:, 0], share[:, 1]))
             lo[k:], hi[k:] = -bound, bound
 
         box(lam_n)
-        residual = float(np.max(np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag, initial=0.0))
-        box(self._warm_normal if first else lam_n)
+        natural = np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag
+        if nf:
+            # friction rows: the natural map of the disk |λ_t| ≤ μλ_n (one scale per row), not of the box
+            yt = np.stack((lam_r[k : k + nf], lam_r[k + nf :]), axis=1)
+            scale = np.minimum(diag[k : k + nf], diag[k + nf :])
+            trial = yt - np.stack((rhs_r[k : k + nf], rhs_r[k + nf :]), axis=1) / scale[:, None]
+            length = np.linalg.norm(trial, axis=1)
+            radius = mu * np.maximum(lam_n[fric], 0.0)
+            proj = trial * np.minimum(1.0, radius / np.maximum(length, 1e-300))[:, None]
+            natural = np.concatenate((natural[:k], np.linalg.norm(yt - proj, axis=1) * scale))
+        residual = float(np.max(natural, initial=0.0))
+        share = None
+        if nf:
+            held = getattr(self, "_cone_share", None)
+            share = held if held is not None and held.shape == (nf, 2) and not first else np.ones((nf, 2))
+        box(self._warm_normal if first else lam_n, share)
         y, solves, settled = lam_r, 0, True
         for _ in range(self.friction_rounds if fric.size else 1):
             res = solve_box_qp(s, q, lo, hi, x0=y)
             y, solves, settled = res.x, solves + res.iterations, settled and res.converged
-            bound_t = mu * np.maximum(y[:k], 0.0)[fric]
-            change = float(np.max(np.abs(bound_t - hi[k : k + fric.size]), initial=0.0))
-            box(y[:k])
-            if change <= 1e-6 * float(np.max(bound_t, initial=0.0)) + 1e-300:
+            used = hi[k:].copy()
+            box(y[:k], share)
+            change = float(np.max(np.abs(hi[k:] - used), initial=0.0))
+            if change <= 1e-6 * float(np.max(hi[k:], initial=0.0)) + 1e-300:
                 break
+        if share is not None:
+            # rows whose friction is on its box (sliding): the box of their next round is the cone's inscribed box
+            # along their slip (the QP's gradient there), so the friction of a sliding row opposes its slip with
+            # |λ_t| = μλ_n, not up to √2 μλ_n at a corner of the per-tangent box
+            ft = np.stack((y[k : k + nf], y[k + nf :]), axis=1)
+            top = np.stack((used[:nf], used[nf:]), axis=1)  # the bounds of the last QP
+            slip = (s[k:] @ y + q[k:]).reshape(2, nf).T
+            slip_len = np.linalg.norm(slip, axis=1)
+            on = np.any(np.abs(ft) >= top * (1.0 - 1e-9), axis=1) & (slip_len > 1e-3 * float(sim.tolerance))
+            # a row that was sliding already: its direction relaxed by half towards the new slip's (the plain fixed
+            # point cycled between a row's lateral friction held and released); rows inside their box get it whole
+            new = np.abs(slip[on]) / slip_len[on, None]
+            old = share[on]
+            was_on = np.abs(np.linalg.norm(old, axis=1) - 1.0) < 1e-9  # a direction, not the whole box (norm √2)
+            mixed = np.where(was_on[:, None], old + new, new)
+            share = np.ones((nf, 2))
+            share[on] = mixed / np.linalg.norm(mixed, axis=1)[:, None]
+            self._cone_share = share
         self.solve_log.append((solves, settled))
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)
@@ -516,13 +600,62 @@ class ContactResponse(ContactRows):
             self.tangent_impulse = lt[:, 0, None] * basis[0] + lt[:, 1, None] * basis[1]
             on_box = np.zeros((k, 2), np.int8)
             bound = (mu * y[:k][fric])[:, None]
-            held = np.abs(lt[fric]) >= bound * (1.0 - 1e-9)
+            held = np.linalg.norm(lt[fric], axis=1)[:, None] >= bound * (1.0 - 1e-6)  # on the cone: sliding
             on_box[fric] = np.where(held & (bound > 0.0), np.sign(lt[fric]), 0)
             self._sliding = on_box
+        residual = max(residual, momentum_residual)
         if first:
             # the first iterate is the prediction, no Newton iterate: at least one more iteration
             return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12)
         return residual
+
+    def _momentum_residual(self, sim) -> np.ndarray:
+        """g = M (z − ẑ) − Jᵀλ of the free segments (n_free, 6) [kg·m; body-frame rotations kg·m²]: the implicit
+        step's momentum balance with the joints' impulses, ẑ the prediction (``Contacts.begin_step``), rotations as
+        the Simulator reads them back (``body_rotation_vector``). The contact rows' −Gᵀλ_c is added by the caller."""
+        f = sim.free_index
+        x_pred, q_pred = self._predicted
+        mass = sim._mass_diag_free
+        g = np.empty((f.size, 6))
+        g[:, :3] = mass[:, :3] * (sim.positions[f] - x_pred[f])
+        g[:, 3:] = mass[:, 3:] * quat.body_rotation_vector(q_pred[f], sim.orientations[f])
+        if sim.model.n_joints:
+            sim._joint_values()  # the evaluator at this pose
+            _, _, jpt, jct = sim._joint_eval.jacobians()
+            for segs, jac_t in ((sim._seg_a, jpt), (sim._seg_b, jct)):
+                ok = segs >= 0
+                np.add.at(g, segs[ok], -np.einsum("kij,kj->ki", jac_t[ok], sim.lam[ok]))
+        return g
+
+    @staticmethod
+    def _lumped_geometric_stiffness(sim, lam: np.ndarray) -> np.ndarray:
+        """The joints' geometric stiffness K = Σ_j ∂²(λ_jᵀ C_j)/∂z², lumped to a diagonal (n_free, 6) that is
+        positive by construction: the Euclidean norm of each column of K (Andrews, Teichmann & Kry 2017,
+        "Geometric Stiffness for Real-time Constrained Multibody Dynamics", Comput. Graph. Forum 36(2): 235–246).
+
+        The point rows C = x_p + R_p p_p − x_c − R_c p_c are linear in the positions; their curvature is in the
+        body rotations: with u = Rᵀ f the row's force on a side in its body frame and p its joint point,
+        ∂²(−f·R exp([φ]×) p)/∂φ² = (u·p) I − ½(u pᵀ + p uᵀ) [kg·m² with λ in N·s²]: a link pulled outwards at its
+        joint point (tension, u·p > 0) is stiff against turning. The bend/twist rows' curvature (bending moment
+        over length) is left out: for a rope it is orders of magnitude below the tension's."""
+        model = sim.model
+        out = np.zeros((sim.free_index.size, 6))
+        if model.n_joints == 0 or not np.any(lam[:, :3]):
+            return out
+        sim._joint_values()
+        _, _, jpt, jct = sim._joint_eval.jacobians()
+        for segs, seg_all, jac_t, point in (
+            (sim._seg_a, model.joint_parent, jpt, model.joint_point_parent),
+            (sim._seg_b, model.joint_child, jct, model.joint_point_child),
+        ):
+            force = np.einsum("kij,kj->ki", jac_t[:, :3, :3], lam[:, :3])  # the point rows' force, world frame
+            u = quat.rotate_inverse(sim.orientations[seg_all], force)
+            k = np.einsum("ki,ki->k", u, point)[:, None, None] * np.eye(3) - 0.5 * (
+                u[:, :, None] * point[:, None, :] + point[:, :, None] * u[:, None, :]
+            )
+            ok = segs >= 0
+            np.add.at(out, (segs[ok], slice(3, 6)), np.linalg.norm(k[ok], axis=1))
+        return out
 
     @staticmethod
     def _joint_merit(sim) -> float:
