@@ -3,7 +3,7 @@
 For each scene (``scenes.chain(n)``, ``scenes.random_tree(n, seed=0)``) and size: build
 ``Simulator(model, dt=1/60)``, ``begin_step()``, one warm-up ``iterate("kkt")`` (it builds the
 symbolic elimination schedule once per topology; timed as ``symbolic_s``, which includes that
-first numeric iteration), then the median time of several further ``iterate("kkt")`` calls
+first numeric iteration), then the median time of 15 further ``iterate("kkt")`` calls
 (factor + solve + update + residual). Times are process CPU times (``time.process_time``, with
 OMP_NUM_THREADS=1: single-threaded), so other processes on a shared machine do not count. The
 linear-time claim is checked by the least-squares slope of log(ms) against log(segments).
@@ -16,7 +16,7 @@ growth of the peak resident set between the two, divided by the 90 000 extra seg
 imports cancel). Targets: slope ≤ 1.1, ≤ 40 ms per iteration at 100 000 segments, ≤ 3 kB per segment.
 
 Measured on the 2-core development machine, shared with other jobs (numba 0.61.2): at 100 000 segments the
-best of 15–40 iterations is ~41 ms (chain) and ~40–41 ms (random tree); this benchmark's medians of 3 ranged
+best of 15–40 iterations is ~41 ms (chain) and ~40–41 ms (random tree); medians of 3 iterations ranged
 42–78 ms in runs while the other jobs loaded the memory bus (slopes 0.96–1.13 accordingly); peak memory
 2.90–2.96 kB per segment.
 
@@ -145,9 +145,7 @@ def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: 1000 and 10000 segments, 3 repeats")
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 10000 100000)")
-    ap.add_argument(
-        "--repeats", type=int, default=None, help="timed iterations per size (default 5, and 3 for ≥ 100000 segments)"
-    )
+    ap.add_argument("--repeats", type=int, default=None, help="timed iterations per size (default 15; 3 with --quick)")
     ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
     args = ap.parse_args()
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
@@ -155,7 +153,7 @@ def main() -> None:
     t_all = time.perf_counter()
     detail = {s: [] for s in args.scenes}
     for n in sizes:
-        reps = args.repeats or (3 if args.quick or n >= 100000 else 5)
+        reps = args.repeats or (3 if args.quick else 15)
         for scene in args.scenes:
             detail[scene].append(measure(scene, n, reps))
     ms = {s: [d["ms_per_iteration"] for d in detail[s]] for s in args.scenes}
