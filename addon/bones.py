@@ -204,6 +204,23 @@ class BoneRotations:
         return local
 
 
+def rotation_matrices(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (n, 3, 3) of quaternions ``q`` (n, 4) (normalised here), as ``quat.to_matrix`` gives them,
+    in elementwise products: the per-tick paths call it on thousands of rows, where to_matrix's (n, 16) @ (16, 10)
+    product goes to a threaded BLAS that takes up to 10 ms on a loaded machine instead of 0.2."""
+    q = np.asarray(q, dtype=float)
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    xs, ys, zs = x * s, y * s, z * s
+    xx, yy, zz, xy, xz, yz = x * xs, y * ys, z * zs, x * ys, x * zs, y * zs
+    wx, wy, wz = w * xs, w * ys, w * zs
+    out = np.empty((q.shape[0], 3, 3))
+    out[:, 0, 0], out[:, 0, 1], out[:, 0, 2] = 1.0 - (yy + zz), xy - wz, xz + wy
+    out[:, 1, 0], out[:, 1, 1], out[:, 1, 2] = xy + wz, 1.0 - (xx + zz), yz - wx
+    out[:, 2, 0], out[:, 2, 1], out[:, 2, 2] = xz - wy, yz + wx, 1.0 - (xx + yy)
+    return out
+
+
 def local_quaternions(q_now, q_rest, bone_rest, bone_parent, armature_rotation) -> np.ndarray:
     """Pose-bone rotations (…, B, 4) of :class:`BoneRotations` in one call."""
     return BoneRotations(q_rest, bone_rest, bone_parent, armature_rotation)(q_now)

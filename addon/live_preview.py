@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver.core import quaternion as quat
+from .bones import rotation_matrices
 
 NO_CONTRIBUTION = 1e-4  # Blender leaves a point whose summed envelope weights are at most this where it is
 
@@ -70,6 +70,7 @@ class _CurvePreview:
     """One curve: its saved points, the (point, bone) envelope pairs and the per-spline slices to write."""
 
     def __init__(self, obj, mod, arm):
+        from scipy.sparse import csr_matrix
         from scipy.spatial import cKDTree
 
         self.obj, self.mod, self.shown = obj, mod, mod.show_viewport
@@ -88,7 +89,7 @@ class _CurvePreview:
         self.counts = [a[0].size // 3 for a in self.saved]
         # the modifier deforms in the armature's space, with the objects where they are at the start
         self.to_arm = np.linalg.inv(np.array(arm.matrix_world, float)) @ np.array(obj.matrix_world, float)
-        in_arm = self.rest_arm = local @ self.to_arm[:3, :3].T + self.to_arm[:3, 3]
+        in_arm = local @ self.to_arm[:3, :3].T + self.to_arm[:3, 3]
 
         bones = arm.data.bones
         nb = len(bones)
@@ -121,8 +122,18 @@ class _CurvePreview:
         own = total > NO_CONTRIBUTION
         sel = own[point]
         bone, point, w = bone[sel], point[sel], w[sel] / total[point[sel]]
-        self.bone, self.point, self.weight = bone, point, w
-        self.moved = np.flatnonzero(own)
+        # a moved row is Σ w D_b (x, 1): one sparse product with the bones' deform matrices stacked (4 nb, 3)
+        homogeneous = np.concatenate((in_arm[point], np.ones((point.size, 1))), axis=1)
+        self.blend = csr_matrix(
+            ((w[:, None] * homogeneous).ravel(), (np.repeat(point, 4), (4 * bone[:, None] + np.arange(4)).ravel())),
+            shape=(n_rows, 4 * nb),
+        )
+        self.still = np.where(own[:, None], 0.0, in_arm)  # rows no bone moves stay at rest
+        self.from_arm = np.linalg.inv(self.to_arm)
+        ends = np.cumsum(3 * 3 * counts)  # per spline: co, handle_left, handle_right in the flat float32 rows
+        self.slices = [
+            (int(e - 9 * n), int(e - 6 * n), int(e - 3 * n), int(e)) for n, e in zip(counts, ends, strict=True)
+        ]
         self._handle_rules(splines, counts, offsets)
 
     def _handle_rules(self, splines, counts, offsets) -> None:
@@ -177,25 +188,17 @@ class _CurvePreview:
     def write(self, deform: np.ndarray) -> None:
         """Points moved by the bones' deform matrices ``deform`` (n_bones, 4, 4), armature space: the weighted
         mean of their bones' motions."""
-        d = deform[self.bone]
-        moved = np.einsum("pij,pj->pi", d[:, :3, :3], self.rest_arm[self.point]) + d[:, :3, 3]
-        arm = self.rest_arm.copy()
-        arm[self.moved] = 0.0
-        for k in range(3):
-            arm[:, k] += np.bincount(self.point, self.weight * moved[:, k], minlength=arm.shape[0])
-        inv = np.linalg.inv(self.to_arm)
+        arm = self.blend @ deform[:, :3, :].transpose(0, 2, 1).reshape(-1, 3) + self.still
+        inv = self.from_arm
         local = arm @ inv[:3, :3].T + inv[:3, 3]
         self._recompute_handles(local)
-        local = local.astype(np.float32)
-        splines = self.obj.data.splines
-        start = 0
-        for sp, n in zip(splines, self.counts, strict=True):
-            block = local[start : start + 3 * n]
+        flat = local.astype(np.float32).ravel()
+        # Blender 3.4's Curve has no flat view of all its points: three bulk writes per spline
+        for sp, (a, b, c, e) in zip(self.obj.data.splines, self.slices, strict=True):
             pts = sp.bezier_points
-            pts.foreach_set("co", block[:n].ravel())
-            pts.foreach_set("handle_left", block[n : 2 * n].ravel())
-            pts.foreach_set("handle_right", block[2 * n :].ravel())
-            start += 3 * n
+            pts.foreach_set("co", flat[a:b])
+            pts.foreach_set("handle_left", flat[b:c])
+            pts.foreach_set("handle_right", flat[c:e])
         self.obj.data.update_tag()  # foreach_set sends no update
 
     def restore(self) -> None:
@@ -256,13 +259,13 @@ class _PoseChain:
     def deform(self) -> np.ndarray:
         """Each bone's deform matrix (n, 4, 4), armature space: ``pose · rest⁻¹``."""
         n = self.parent.size
-        q = np.empty(4 * n)
+        q = np.empty(4 * n, np.float32)  # Blender's type: copied whole
         self.arm.pose.bones.foreach_get("rotation_quaternion", q)
         quats = np.empty((n, 4))
         quats[self.order] = q.reshape(n, 4)
         quats /= np.linalg.norm(quats, axis=1)[:, None]
         basis = np.zeros((n, 4, 4))
-        basis[:, :3, :3] = quat.to_matrix(quats) * self.scale[:, None, :]
+        basis[:, :3, :3] = rotation_matrices(quats) * self.scale[:, None, :]
         basis[:, :3, 3] = self.loc
         basis[:, 3, 3] = 1.0
         pose = self.local @ basis

@@ -26,7 +26,7 @@ from ..solver.core import quaternion as quat
 from ..solver.core.fracture import Fracture
 from ..solver.models.rod_set import RodSet
 from . import reader
-from .bones import BoneRotations
+from .bones import BoneRotations, rotation_matrices
 from .colliders import SceneCollider, collision_objects
 from .frames import FramePoses, animated, metric, rigid, rotation, unit_scale
 
@@ -198,11 +198,9 @@ class Session:
             # the drawn pose of the bones' segments, D_b's rest side: R_b⁰ᵀ and c_b⁰
             rest_rotation_t=quat.to_matrix(self.model.orientations[bone_seg]).transpose(0, 2, 1),
             rest_position=self.model.positions[bone_seg],
-            single_vertex=used[single_index],
-            single_local=local[single_index],
             pair_seg=pairs // (bone_seg.size + 1),
             pair_bone=pairs % (bone_seg.size + 1),
-            pair_of=pair_of.ravel(),
+            groups=_pair_groups(pair_of.ravel(), pairs.size, used[single_index], local[single_index]),
             multi=multi,
             blend=blend,
             inverse=np.linalg.inv(lm.matrix_world),
@@ -224,7 +222,7 @@ class Session:
         used = self.leaf_binding[0]
         s = b["bone_seg"]
         positions, orientations = self.frame_state()
-        motion = quat.to_matrix(orientations[s]) @ b["rest_rotation_t"]
+        motion = rotation_matrices(orientations[s]) @ b["rest_rotation_t"]
         shift = positions[s] - np.einsum("wij,wj->wi", motion, b["rest_position"])  # D_b(x) = motion x + shift
         inv = b["inverse"]
         out = lm.co_local.astype(float)
@@ -232,10 +230,10 @@ class Session:
         p = np.concatenate((inv[:3, :3] @ motion.transpose(0, 2, 1), inv[None, :3, :3]))
         o = inv[:3, 3] - np.einsum("wij,wj->wi", p, np.concatenate((shift, np.zeros((1, 3)))))
         ps, pb = b["pair_seg"], b["pair_bone"]
-        c = p[pb] @ quat.to_matrix(orientations[ps])
+        c = p[pb] @ rotation_matrices(orientations[ps])
         d = np.einsum("pij,pj->pi", p[pb], positions[ps]) + o[pb]
-        k = b["pair_of"]
-        out[b["single_vertex"]] = np.einsum("vij,vj->vi", c[k], b["single_local"]) + d[k]
+        for pair, vertex, loc in b["groups"]:  # pairs of m vertices: one (3, 3) @ (3, m) product per pair
+            out[vertex] = (c[pair] @ loc + d[pair][:, :, None]).transpose(0, 2, 1).reshape(-1, 3)
         multi = b["multi"]
         if multi.size:
             x = self._carried_leaf_vertices(positions, orientations, multi)
@@ -492,15 +490,22 @@ class Session:
         pose_bones = arm.pose.bones
         q = self.bone_quaternions()
         if len(self.source.bone_names) == len(pose_bones):
-            order = self._pose_order(arm)
-            flat = np.empty((len(pose_bones), 4))
-            flat[:] = [1.0, 0, 0, 0]
-            flat[order] = q
-            pose_bones.foreach_set("rotation_quaternion", flat.ravel())
+            flat = self._pose_buffer(len(pose_bones))
+            flat[self._pose_order(arm)] = q
+            pose_bones.foreach_set("rotation_quaternion", flat.ravel())  # float32: Blender's type, copied whole
         else:
             for name, qq in zip(self.source.bone_names, q, strict=True):
                 pose_bones[name].rotation_quaternion = qq
         arm.update_tag(refresh={"DATA"})  # foreach_set sends no update: re-evaluate the pose (viewport)
+
+    def _pose_buffer(self, n: int) -> np.ndarray:
+        """(n, 4) float32 quaternions of every pose bone, identity where no segment drives one; the driven rows
+        are overwritten at every write."""
+        buf = getattr(self, "_pose_flat", None)
+        if buf is None or buf.shape[0] != n:
+            buf = self._pose_flat = np.zeros((n, 4), np.float32)
+            buf[:, 0] = 1.0
+        return buf
 
     def _pose_order(self, arm):
         if not hasattr(self, "_order"):
@@ -703,6 +708,27 @@ def _hook_targets(curve, unit: float):
             p = np.array(flat[mod.vertex_indices[0]])
             out.append((mod.object, mw[:3, :3] @ p + mw[:3, 3]))
     return out
+
+
+def _pair_groups(pair_of: np.ndarray, n_pairs: int, vertex: np.ndarray, local: np.ndarray) -> list:
+    """The vertices of each (leaf segment, bone) pair gathered by how many a pair has (a leaf's 4–8, mostly
+    the same), so one batched product per group moves them: per count m, (pairs (P,), their vertices' rows
+    (P m,) in pair order, or a slice when those are consecutive, local coordinates (P, 3, m)) of the vertices
+    ``vertex`` with pair ``pair_of`` and coordinates ``local``."""
+    by_pair = np.argsort(pair_of, kind="stable")
+    count = np.bincount(pair_of, minlength=n_pairs)
+    start = np.concatenate(([0], np.cumsum(count)[:-1]))
+    groups = []
+    for m in np.unique(count[count > 0]):
+        pair = np.flatnonzero(count == m)
+        rows = by_pair[start[pair][:, None] + np.arange(m)]
+        order = np.argsort(vertex[rows[:, 0]], kind="stable")  # a leaf's vertices are mostly consecutive
+        pair, rows = pair[order], rows[order]
+        target = vertex[rows].ravel()
+        if target.size and np.array_equal(target, np.arange(target[0], target[0] + target.size)):
+            target = slice(int(target[0]), int(target[0]) + target.size)  # a block copy, not a scatter
+        groups.append((pair, target, np.ascontiguousarray(local[rows].transpose(0, 2, 1))))
+    return groups
 
 
 def _solve3(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -5,7 +5,8 @@ Mapping (documented in the README):
 * **Wind field** → :class:`solver.air.wind.WindField`: mean speed [m/s] = Strength × *Field Speed*
   (scene setting, m/s per unit of strength, default 1), direction = the field object's +Z axis,
   origin = its location; shape Plane → falloff measured along +Z from the field's plane, shape Point
-  with falloff Sphere/Cone → spherical, Tube → cylindrical; Falloff Power, Min/Max Distance as set;
+  with falloff Sphere/Cone → spherical, Tube → cylindrical; Falloff Power, Min/Max Distance as set
+  (Falloff Power 0 without Max Distance: factor 1 everywhere, no falloff computed);
   Noise n → gusts with intensity 0.1·n (std/mean); Seed → seed. Flow is ignored: our wind is
   always an air velocity, drag makes it a force.
 * **Turbulence field** → spatially coherent turbulence with standard deviation Strength × *Field
@@ -36,6 +37,9 @@ GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noi
 
 
 def _falloff(field, unit: float) -> dict:
+    if field.falloff_power == 0.0 and not field.use_max_distance:
+        # (1 + r − r_min)^0 = 1 everywhere: the same factor without a distance per segment and frame
+        return dict(falloff="none")
     if field.shape == "PLANE":
         kind = "plane"
     elif field.falloff_type == "TUBE":
