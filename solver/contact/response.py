@@ -654,7 +654,7 @@ class ContactResponse(ContactRows):
                 u[:, :, None] * point[:, None, :] + point[:, :, None] * u[:, None, :]
             )
             ok = segs >= 0
-            np.add.at(out, (segs[ok], slice(3, 6)), np.linalg.norm(k[ok], axis=1))
+            np.add.at(out[:, 3:6], segs[ok], np.linalg.norm(k[ok], axis=1))  # a view: adds into out
         return out
 
     @staticmethod

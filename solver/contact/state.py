@@ -75,6 +75,10 @@ class ContactState:
     _warm_normal: np.ndarray
     _collider_of: np.ndarray
     colliders: list
+    # the schur method's joint step (ContactResponse._project_schur)
+    geometric_stiffness: bool
+    _last_joint_lam: np.ndarray
+    _predicted: tuple[np.ndarray, np.ndarray]
 
     @property
     def n_contacts(self) -> int:
