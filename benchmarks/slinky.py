@@ -51,8 +51,10 @@ rounds: no friction row started sliding in them), ``com_drop_m``, ``target_met``
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
-Measured (``--json``, one run on a shared 2-core machine): target met. stairs_descended 3,
-max_penetration_m 0.051 mm (0.034 r), end_flips 6, no divergence, com_drop_m 0.34, 946 ms per step. The
+Measured (``--json``, one run on a shared 2-core machine, loaded by other jobs): target met. stairs_descended
+5, max_penetration_m 0.057 mm (0.038 r), end_flips 18, no divergence, com_drop_m 0.54, 2.2 s per step; the
+solves left up to 4.2 mm (2.8 r) before post-stabilisation. Before the active set's collider rows of fast
+segments followed the iterate (the run below): 3 stairs, 0.034 r, 946 ms per step on a quieter machine. The
 solves left up to 1.8 r of overlap before post-stabilisation, more than 1 r in 12 of the 1000 steps, all
 before 0.8 s (coil on coil in the new stack as the hand lets go; one coil 1.05 r into step 1), none while
 the Slinky walks down steps 2 and 3. The walk is a real one: the arch forms, the coils flow over it, the
@@ -61,9 +63,11 @@ trailing end lifts off and lands on top of the new stack.
 Caveats: the walk is chaotic in its details. ``run(hand_x=0.225)``, whose landing point differs from the
 default 1.5 × 0.15 m in the last bit only (3e-17 m), descends 5 stairs (0.040 r, 4 end flips, at rest on the
 floor from 6.5 s; up to 4.1 r before post-stabilisation, in bursts at 1.10–1.28 s and 1.58–1.61 s). The walk
-depends on the damping of the solves: ``max_move_radii`` 3.5 walks 3 stairs, 2 stops on step 2, 10 throws the Slinky up
-at release (1 stair). With coil–coil friction 0.1 (``--self-friction 0.1``) the Slinky makes one half step
-and stands upright on step 1.
+depends on the damping of the solves. With the active-set solve's collider rows of fast segments following the
+iterate (solver/contact/rows.py), measured before the compiled kernels' fused multiply-adds: the default (5 r)
+descends 5 stairs (0.038 r, 18 end flips), ``max_move_radii`` 10 also 5 (0.039 r, 7 end flips), 2 stops on step 2
+(2 stairs, 0.063 r); before those rows 3.5 walked 3 stairs and 10 threw the Slinky up at release (1 stair).
+With coil–coil friction 0.1 (``--self-friction 0.1``) the Slinky makes one half step and stands upright on step 1.
 
 ``trace`` [s] prints the centre of mass, end segments and overlap at that interval, ``verbose`` every step;
 ``frames_path`` (``--frames``) saves the segment centres every ``frame_every`` s and the stairs to an .npz,
