@@ -101,7 +101,9 @@ def test_dask_bake_with_a_worker_killed_equals_the_serial_bake(baked):
     dask = baked["dask"]
     assert dask["exit"] == 0
     assert dask["killed"].get("pid"), dask["killed"]  # a busy worker process was killed mid-bake
-    assert dask["killed"]["pid"] not in dask["worker_pids"]  # its tree was baked again by another worker
+    # the tree it was baking was baked again by another worker process: every tree is in the cache and equals the
+    # serial bake (below); the killed process may have finished an earlier tree, so its pid may be in the manifest
+    assert set(dask["worker_pids"]) - {dask["killed"]["pid"]}
     assert largest(dask["diff"]) <= SAME
 
 
