@@ -6,7 +6,8 @@ With the legacy zip installed in an isolated profile, on a copy of FOREST.blend 
 different presets, tests/blender_scripts/forest_scene.py), driven by ``bpy.app.timers`` and
 ``Window.event_simulate``:
 
-1. the three trees selected, Parallel Workers 2: Bake (``INVOKE_DEFAULT`` in the 3D View) returns at once and
+1. the three trees selected, frames 1-30 (long enough for the workers to report frames between two of the
+   operator's timer ticks), Parallel Workers 2: Bake (``INVOKE_DEFAULT`` in the 3D View) returns at once and
    bakes in worker processes (headless Blenders) while the timer polls them; the panel's status lines are
    recorded until every tree is baked; then the keys are compared with the same trees baked by Bake from a
    script with Parallel Workers 1 (one after the other in this Blender);
@@ -69,6 +70,7 @@ def script():
     scene = bpy.context.scene
     # 1. the background bake, progress, the result against the serial bake
     select(TREES, workers=2)
+    scene.frame_end = 30
     OUT["bake"] = sorted(in_view3d(bpy.ops.stiff_rods.bake, "INVOKE_DEFAULT"))
     OUT["baked_at_once"] = baked()
     OUT["cache_while_baking"] = [os.path.basename(f) for f in cache_folders()]
