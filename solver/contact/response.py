@@ -13,6 +13,24 @@ from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from .rows import ContactRows, _rows_times
 
 
+def incremental_potential(inertia, joint_c, joint_alpha, c_rows, alpha_rows, k, bound_t) -> float:
+    """Φ(z) [kg·m²], the implicit step's incremental potential whose stationary points are the step's solutions with
+    compliant rows: ``inertia`` ½|z − ẑ|²_M, each joint row's ½ C²/α̃ (``joint_c``, ``joint_alpha`` (m, 6)), each
+    normal row's penalty ½ min(C, 0)²/α̃ (the first ``k`` of ``c_rows``/``alpha_rows``: its impulse max(0, −C/α̃)),
+    and each friction row's Huber function of its slip C_t with the bound b of its box (``bound_t``, the rows after
+    the normals): C_t²/(2α̃) up to |C_t| = α̃b, then b|C_t| − α̃b²/2 (the compliant row's impulse is C_t/α̃ clamped to
+    ±b, Tresca's law with b = μλ̄_n)."""
+    joints = 0.5 * float(np.sum(joint_c * joint_c / joint_alpha))
+    c_n, a_n = c_rows[:k], alpha_rows[:k]
+    pen = np.minimum(c_n, 0.0)
+    normals = 0.5 * float(np.sum(pen * pen / a_n))
+    c_t, a_t = np.abs(c_rows[k:]), alpha_rows[k:]
+    b = np.asarray(bound_t, float)
+    quadratic = c_t <= a_t * b
+    friction = float(np.sum(np.where(quadratic, 0.5 * c_t * c_t / a_t, b * c_t - 0.5 * a_t * b * b)))
+    return inertia + joints + normals + friction
+
+
 class ContactResponse(ContactRows):
     """The solves of :class:`~solver.contact.contacts.Contacts` (``response`` ``"local"``, ``"tree"`` or
     ``"direct"``); they move ``sim.positions``/``sim.orientations`` and accumulate the contact impulses."""
@@ -453,8 +471,20 @@ class ContactResponse(ContactRows):
         # at this iterate, not at the pose the joint-only step reaches (from the prediction, where λ = 0, the rope's
         # tension alone pulls it into the cylinder): the Newton step is Δz_J + H⁻¹Gᵀ(y − λ), one block elimination of
         # the whole linearised system
-        start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         first = self._first_solve
+        f = sim.free_index
+        if first and self.geometric_stiffness and self._fast[f].any():
+            # a step that moves a segment by more than its radius starts its Newton iteration from the step's start
+            # pose, outside every collider, where its rows were found, not from the free-flight prediction: with g
+            # on the right-hand side the fixed point is the implicit step from either iterate, but a prediction
+            # through a collider's middle finds the far side as the nearest surface (a rope falling at 10 m/s onto
+            # a 5 cm cylinder at Δt = 1/60 s passed through it). Slower steps start at the prediction, nearer the
+            # fixed point (from the start pose a rope sliding round a cylinder at 1.25 e^{μθ}, 2 mm per step, held
+            # at the iteration cap, its momentum residual 4e-4 m, the line search halving every step). Without g
+            # (Deul's Eq. 22) the iterate must start at the prediction, where λ = 0 matches it
+            sim.positions[f] = sim._saved[0][f]
+            sim.orientations[f] = sim._saved[1][f]
+        start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         joint_rhs = sim.constraint_residual().copy()
         momentum = self._momentum_residual(sim) if self.geometric_stiffness else None
         masses = sim._mass_diag_free
@@ -554,6 +584,21 @@ class ContactResponse(ContactRows):
             proj = trial * np.minimum(1.0, radius / np.maximum(length, 1e-300))[:, None]
             natural = np.concatenate((natural[:k], np.linalg.norm(yt - proj, axis=1) * scale))
         residual = float(np.max(natural, initial=0.0))
+        merit = max(residual, momentum_residual, self._joint_merit(sim))
+        # the incremental potential Φ at this iterate for a given friction bound (None: Φ is no merit here, below)
+        joint_c = joint_rhs - sim.alpha_tilde * start[2]
+        potential = None
+        if momentum is not None and bool(np.all(sim.alpha_tilde > 0.0)) and bool(np.all(alpha_r > 0.0)):
+            inertia = self._inertia_potential(sim)
+            c_rows = rhs_r - alpha_r * lam_r
+
+            def potential(bound_t):
+                return incremental_potential(inertia, joint_c, sim.alpha_tilde, c_rows, alpha_r, k, bound_t)
+
+        if first:
+            self._schur_last = None
+        elif self._backtrack(sim, merit, potential):
+            return merit
         share = None
         if nf:
             held = getattr(self, "_cone_share", None)
@@ -589,7 +634,15 @@ class ContactResponse(ContactRows):
         self.solve_log.append((solves, settled))
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)
-        sim.lam += dl_joint + np.tensordot(d, resp_l, axes=1)
+        dl = dl_joint + np.tensordot(d, resp_l, axes=1)
+        undo = (
+            sim.positions.copy(),
+            sim.orientations.copy(),
+            sim.lam.copy(),
+            self.normal_impulse.copy(),
+            self.tangent_impulse.copy(),
+        )
+        sim.lam += dl
         f = sim.free_index
         sim.positions[f] += dx[:, :3]
         sim.orientations[f] = quat.integrate_body(sim.orientations[f], dx[:, 3:])
@@ -603,11 +656,75 @@ class ContactResponse(ContactRows):
             held = np.linalg.norm(lt[fric], axis=1)[:, None] >= bound * (1.0 - 1e-6)  # on the cone: sliding
             on_box[fric] = np.where(held & (bound > 0.0), np.sign(lt[fric]), 0)
             self._sliding = on_box
+        bound_t = used if nf else np.zeros(0)
+        phi = None if potential is None else potential(bound_t)
+        after = (self.normal_impulse.copy(), self.tangent_impulse.copy())
+        self._schur_last = (merit, phi, bound_t, undo, after, dx, dl, 1.0)
         residual = max(residual, momentum_residual)
         if first:
-            # the first iterate is the prediction, no Newton iterate: at least one more iteration
+            # the first iterate is the prediction or the step's start, no Newton iterate: at least one more iteration
             return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12)
         return residual
+
+    def _backtrack(self, sim, merit: float, potential) -> bool:
+        """The schur method's line search, one trial per Newton iteration: an iterate is kept when it lowers either
+        of two measures against the iterate the last step s started from: the largest residual ``merit`` (the
+        contact rows' natural map, the momentum residual and the joints' translational residual, metres) by 10⁻⁴ s
+        of itself, or the incremental potential Φ (:func:`incremental_potential`, with the friction bound of the QP
+        that made the step). Otherwise the iterate goes back and takes half that step (at most ``line_search``
+        halvings; then the last half stands). Returns whether it went back (the caller's iteration is then that
+        trial).
+
+        Φ: with geometric stiffness the joints' Newton step has the momentum residual on its right-hand side and
+        every row a compliance α̃ > 0, and then λ drops out of the pose's step: (M + K̃ + Gᵀα̃⁻¹G) Δz = −∇Φ for the
+        smooth rows, whatever the iterate's λ, and the contact QP is the convex model of Φ's penalty (normal) and
+        Huber (friction, Tresca's bound) terms on the rows linearised. The matrix is positive definite (K̃ lumped
+        positive), so Δz is a descent direction of Φ: the Gauss–Newton method for a convex composite function
+        (Burke 1985, Math. Programming 33: 260–279; Nocedal & Wright 2006, §3.4). The residual alone is no such
+        merit: the modified Newton step need not lower it (a rope sliding round a cylinder from the step's start
+        pose halved every step and ended at the cap, its momentum residual held at 4e-4 m). Φ alone rejects full
+        steps near the solution (the Maratos effect, Nocedal & Wright §15.4): a joint's point rows are linear in the
+        step only to first order, and their second-order stretch counts 1/α̃ (3e6 for a rope's stretch rows at
+        1/200 s): the rope falling onto a cylinder had Φ = 3.5e-5 where the step started and 4.6 after the full step,
+        which cut the step to 1/64 at every iteration. Taking an iterate that lowers either is a filter of two
+        entries (Fletcher & Leyffer 2002, Math. Programming 91: 239–269) kept against the step's start only.
+        Without geometric stiffness (Deul's Eq. 22, no momentum residual) or with a row of zero compliance, Φ is not
+        defined by the step and the residual is the only test: a full Newton step on the nonsmooth contact
+        conditions can cycle (a rope over a box's ridge handed its load between the rows of the two faces and the
+        edge with a period of two or three iterations)."""
+        last = self._schur_last
+        if last is None:
+            return False
+        merit0, phi0, bound_t, undo, after, dx, dl, step = last
+        tolerance = float(getattr(sim, "tolerance", 0.0))
+        if step <= 0.5**self.line_search or merit <= tolerance:
+            return False
+        if merit <= (1.0 - 1e-4 * step) * merit0:
+            return False
+        # rounding: Φ is a sum of terms up to |Φ| whose differences are compared
+        if potential is not None and phi0 is not None and potential(bound_t) <= phi0 + 1e-12 * abs(phi0):
+            return False
+        step *= 0.5
+        x0, q0, lam0, normal0, tangent0 = undo
+        f = sim.free_index
+        new_normal, new_tangent = after
+        sim.positions[...], sim.orientations[...], sim.lam[...] = x0, q0, lam0 + step * dl
+        sim.positions[f] += step * dx[:, :3]
+        sim.orientations[f] = quat.integrate_body(sim.orientations[f], step * dx[:, 3:])
+        self.normal_impulse = normal0 + step * (new_normal - normal0)
+        self.tangent_impulse = tangent0 + step * (new_tangent - tangent0)
+        self._schur_last = (merit0, phi0, bound_t, undo, after, dx, dl, step)
+        return True
+
+    def _inertia_potential(self, sim) -> float:
+        """½ (z − ẑ)ᵀ M (z − ẑ) of the free segments [kg·m²]: positions from the prediction ẑ (``Contacts.begin_step``),
+        rotations as body rotation vectors (the momentum residual's g is its gradient)."""
+        f = sim.free_index
+        x_pred, q_pred = self._predicted
+        mass = sim._mass_diag_free
+        dx = sim.positions[f] - x_pred[f]
+        dphi = quat.body_rotation_vector(q_pred[f], sim.orientations[f])
+        return 0.5 * float(np.sum(mass[:, :3] * dx * dx) + np.sum(mass[:, 3:] * dphi * dphi))
 
     def _momentum_residual(self, sim) -> np.ndarray:
         """g = M (z − ẑ) − Jᵀλ of the free segments (n_free, 6) [kg·m; body-frame rotations kg·m²]: the implicit

@@ -71,7 +71,16 @@ class ContactRows(ContactState):
             s, t = closest_points_on_segments(xa[e] - he, xa[e] + he, ends[:, 0], ends[:, 1])
             za = za.copy()
             za[e] = (2.0 * s - 1.0) * b["half_a"][e]
+            if self._newton_rows:
+                # a radius clear of the segment's ends, whose joint-point rows meet the edge by the collider's signed
+                # distance: an edge row beside a joint point's row is nearly the same row, and the Newton iterations
+                # handed the load from one to the other and back (a rope over a box's ridge: a 2-cycle, every
+                # step at the iteration cap)
+                inner = np.maximum(b["half_a"][e] - self.radius[b["sa"][e]], 0.0)
+                za[e] = np.clip(za[e], -inner, inner)
             pa[e] = xa[e] + za[e, None] * axis_a[e]
+            if self._newton_rows:
+                t = closest_point_parameter(pa[e], ends[:, 0], ends[:, 1])
             pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
         return rot_a, rot_b, za, zb, pa, pb
 

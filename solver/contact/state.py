@@ -74,11 +74,14 @@ class ContactState:
     friction_rounds: int
     _warm_normal: np.ndarray
     _collider_of: np.ndarray
+    _fast: np.ndarray  # segments the step's prediction moves by more than their radius (Contacts.begin_step)
     colliders: list
     # the schur method's joint step (ContactResponse._project_schur)
     geometric_stiffness: bool
     _last_joint_lam: np.ndarray
     _predicted: tuple[np.ndarray, np.ndarray]
+    # its line search: (merit, the iterate and impulses before the step, the impulses after it, Δz, Δλ, step length)
+    _schur_last: tuple | None
 
     @property
     def n_contacts(self) -> int:
