@@ -16,9 +16,9 @@ the leaves' coordinates. Exact Newton (Live Matrix Reuse 0) runs alternately
 from the same start, for the speed ratio in one run (``speedup_vs_exact``) and the price in accuracy:
 residuals and the largest distance between the two motions, segment by segment, over the run.
 
-Measured on 2 shared cores (Blender 3.4, numba 0.56), factorised every frame: bare birch 103–126 fps
-(7.9–9.7 ms per tick: solver 6.5–7.7, the rest 1.4–1.6), leafy birch (9,459 leaf segments) 41–45 fps
-(22–25 ms: solver 16.6–18.2, the rest 5.3–5.7); the tick with the envelope preview 19–21 ms bare, 34 ms
+Measured on 2 shared cores (Blender 3.4, numba 0.56), factorised every frame: bare birch 139 fps
+(7.1 ms per tick: solver 5.9, the rest 1.2), leafy birch (9,459 leaf segments) 42.4 fps (23.5 ms: solver 18.3,
+the rest 5.2); on a loaded machine 103–126 and 41–45 fps; the tick with the envelope preview 19–21 ms bare, 34 ms
 leafy. The machine's load moves these by up to 3×: compare runs made side by side.
 """
 

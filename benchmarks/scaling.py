@@ -16,9 +16,9 @@ growth of the peak resident set between the two, divided by the 90 000 extra seg
 imports cancel). Targets: slope ≤ 1.1, ≤ 40 ms per iteration at 100 000 segments, ≤ 3 kB per segment.
 
 Measured on the 2-core development machine, shared with other jobs (numba 0.61.2): at 100 000 segments the
-best of 15–40 iterations is ~41 ms (chain) and ~40–41 ms (random tree); medians of 3 iterations ranged
-42–78 ms in runs while the other jobs loaded the memory bus (slopes 0.96–1.13 accordingly); peak memory
-2.90–2.96 kB per segment.
+medians of 15 iterations in five runs within one hour were 39.4, 39.7, 39.9, 40.5 and 44.6 ms (chain) and
+36.7–38.5 ms (random tree), slopes 1.02–1.06, peak memory 2.89–2.95 kB per segment; in hours when the other jobs
+loaded the memory bus, 41–78 ms (slopes 0.96–1.13 accordingly).
 
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
     python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)
