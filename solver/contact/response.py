@@ -586,9 +586,9 @@ class ContactResponse(ContactRows):
         residual = float(np.max(natural, initial=0.0))
         merit = max(residual, momentum_residual, self._joint_merit(sim))
         # the incremental potential Φ at this iterate for a given friction bound (None: Φ is no merit here, below)
-        joint_c = joint_rhs - sim.alpha_tilde * start[2]
         potential = None
         if momentum is not None and bool(np.all(sim.alpha_tilde > 0.0)) and bool(np.all(alpha_r > 0.0)):
+            joint_c = joint_rhs - sim.alpha_tilde * start[2]
             inertia = self._inertia_potential(sim)
             c_rows = rhs_r - alpha_r * lam_r
 
@@ -706,12 +706,8 @@ class ContactResponse(ContactRows):
             return False
         step *= 0.5
         x0, q0, lam0, normal0, tangent0 = undo
-        f = sim.free_index
         new_normal, new_tangent = after
-        sim.positions[...], sim.orientations[...], sim.lam[...] = x0, q0, lam0 + step * dl
-        sim.positions[f] += step * dx[:, :3]
-        sim.orientations[f] = quat.integrate_body(sim.orientations[f], step * dx[:, 3:])
-        self.normal_impulse = normal0 + step * (new_normal - normal0)
+        self._take(sim, (x0, q0, lam0), step, dx, dl, normal0, new_normal - normal0, None)
         self.tangent_impulse = tangent0 + step * (new_tangent - tangent0)
         self._schur_last = (merit0, phi0, bound_t, undo, after, dx, dl, step)
         return True

@@ -80,7 +80,8 @@ class ContactState:
     geometric_stiffness: bool
     _last_joint_lam: np.ndarray
     _predicted: tuple[np.ndarray, np.ndarray]
-    # its line search: (merit, the iterate and impulses before the step, the impulses after it, Δz, Δλ, step length)
+    # its line search: (merit and Φ where the step started, the QP's friction bound, the iterate and impulses before
+    # the step, the impulses after it, Δz, Δλ, step length)
     _schur_last: tuple | None
 
     @property
