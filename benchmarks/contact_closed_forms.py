@@ -28,9 +28,9 @@ deflections against Euler–Bernoulli with k = 192 E I / L³: F = P k_B / (k_A +
 2 %; the single beam's own discretisation error is reported beside them).
 
 ``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(direct_method=)`` (default: the
-active set; ``schur``: a box QP on the contact Schur complement per Newton iteration, the joints' step with their
-geometric stiffness, which meets the 12 capstan targets with 0.06 % of the steps at the cap,
-docs/notes/contacts.md).
+active set; ``schur``: a QP with the Coulomb disks on the contact Schur complement per Newton iteration, Coulomb's
+bound by Newton's method, the joints' step with their geometric stiffness, which meets the 12 capstan targets with
+none of the 1609 ``--quick`` steps at the cap, docs/notes/contacts.md).
 
 Over all runs: steps that hit the iteration cap (≤ 1 %), median and largest iterations per step, deepest
 penetration over the radius, and the contact report of the steps (sticking/sliding counts, unconverged

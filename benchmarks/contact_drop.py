@@ -18,7 +18,8 @@ Targets: no pass-through, penetration ≤ 0.05 r.
 ``--method schur`` runs every scene with ``Contacts(direct_method="schur")``, the rods with segment-pair rows
 (``self_contacts="pairs"``) and with μ = 0.3 at both Δt, without a Newton step limit. Measured: no pass-through;
 the rope drops 0.046 r (cylinder, both Δt), 0.015 r and 0.024 r (edge), 1 of their 156 steps at the cap; the rods
-5e-5 r at most, frictionless no step at the cap, with μ 0.3 9 of 52 (docs/notes/contacts.md).
+5e-5 r at most, no step at the cap, frictionless or with μ 0.3 (median 3–4 iterations, at most 10;
+docs/notes/contacts.md).
 
     python3 benchmarks/contact_drop.py --json      # last stdout line: one JSON object
     python3 benchmarks/contact_drop.py --method schur --json

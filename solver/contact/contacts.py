@@ -118,25 +118,28 @@ class Contacts(ContactCandidates, PostStabilisation):
     joint point against a collider; ``line_search``: halvings of its Newton step at most (0: full steps);
     ``friction_rounds``: solves per Newton step at most in which its friction rows settle their states with the
     normal states held (stick → slide over the Coulomb bound, slide → stick where friction would push along the
-    slip, each row once); with ``"schur"``, box QPs per Newton step at most in the Tresca → Coulomb fixed point.
+    slip, each row once); with ``"schur"``, disk QPs per Newton step at most in Newton's method on Coulomb's bound.
     ``direct_method="schur"``: per Newton iteration the joints' step and the contact rows (normals, friction)
     exactly for the linearisation, by block elimination over the joints' tree factorisation: the dense contact
     Schur complement S = G H⁻¹ Gᵀ + α̃ (one tree solve per row) and the contact impulses from the convex QP
-    min ½ yᵀ S y + bᵀ y, y_n ≥ 0, |y_t| ≤ μ λ̄_n, solved by a primal active-set method that terminates and cannot
-    cycle (``ContactResponse._project_schur``, :mod:`solver.contact.box_qp`), rows as the semismooth method's.
+    min ½ yᵀ S y + bᵀ y, y_n ≥ 0, |y_t| ≤ μ λ̄_n (a disk per contact; without friction a primal active-set method
+    that terminates and cannot cycle, :mod:`solver.contact.box_qp`; with it :mod:`solver.contact.disk_qp`, exact
+    to rounding) and Coulomb's bound λ̄_n = y_n by Newton's method on it (``ContactResponse._project_schur``), rows
+    as the semismooth method's.
     ``geometric_stiffness`` (``"schur"`` only, default True): its Newton step solves the implicit step's momentum
     balance with the joints' geometric stiffness lumped into H's mass block (``ContactResponse._project_schur``);
     False: Deul's joint step (Eq. 22), whose taut rope overshoots at the links where it leaves a collider.
     Measured (benchmarks/contact_closed_forms.py, Δt = 1/200 s): it meets the capstan's 12 hold and slide targets
-    (creep ≤ 66 µm in 0.5 s; slides within 1.5 % of the capstan equation), where the other methods cycle, with 1 of
-    1609 steps at the cap over all the benchmark's runs (median 2 iterations); the friction of a sliding row is on the
-    Coulomb cone along its slip (docs/notes/contacts.md gives each run; with ``geometric_stiffness=False`` and the
-    per-tangent friction box 8 of 12, 6 % of the steps at the cap). Its Newton steps are kept by a line search on
-    two measures, the residual and the incremental potential (``ContactResponse._backtrack``, ``line_search``
-    halvings at most), and a step that moves a segment by more than its radius starts from the step's start pose.
+    (creep ≤ 52 µm in 0.5 s; slides within 1.5 % of the capstan equation), where the other methods cycle, with none
+    of 1609 steps at the cap over all the benchmark's runs (median 2 iterations, at most 5); the friction of a
+    sliding row is on the Coulomb cone along its slip (docs/notes/contacts.md gives each run; with
+    ``geometric_stiffness=False`` and the per-tangent friction box 8 of 12, 6 % of the steps at the cap). Its Newton
+    steps are kept by a line search on two measures, the residual and the incremental potential
+    (``ContactResponse._backtrack``, ``line_search`` halvings at most), and a step that moves a segment by more
+    than its radius starts from the step's start pose.
     A rope dropped at 10 m/s onto a cylinder or a box edge (benchmarks/contact_drop.py ``--method schur``, Δt 1/60
     and 1/200 s): no pass-through, at most 0.046 r deep, 1 of 156 steps at the cap; two rods crossing at 10 m/s
-    with ``self_contacts="pairs"``: 5e-5 r deep, frictionless no step at the cap, with μ 0.3 9 of 52.
+    with ``self_contacts="pairs"``: 5e-5 r deep, no step at the cap, frictionless or with μ 0.3.
     Measured (docs/notes/contacts.md): it converges where the active set needs its iteration cap on a
     frictionless rope over a cylinder, meets the inclined plane's closed forms and holds the capstan's rope at
     μ 0.5 over half a turn (37 µm in 2 s); the capstan's other runs fail (two more hold for 0.5 s only), it does

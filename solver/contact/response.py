@@ -10,6 +10,7 @@ import numpy as np
 from ..core import quaternion as quat
 from .box_qp import solve_box_qp
 from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
+from .disk_qp import radius_sensitivity, solve_disk_qp
 from .rows import ContactRows, _rows_times
 
 
@@ -414,24 +415,30 @@ class ContactResponse(ContactRows):
         Δz_J + H⁻¹ Gᵀ (y − λ), which keeps the joints' linearised rows (H's joint part of the right-hand side is 0)
         (one tree solve per row, as ``loop_closing`` applies loop joints through the tree), so the rows see the
         dense contact Schur complement S = G H⁻¹ Gᵀ + α̃, and the linearised contact conditions are the KKT
-        conditions of the convex box-constrained QP
+        conditions of the convex QP
 
-            min ½ yᵀ S y + (C̃ − S λ)ᵀ y,   y_n ≥ 0,   |y_t| ≤ μ λ̄_n   (per tangent: a box for the cone)
+            min ½ yᵀ S y + (C̃ − S λ)ᵀ y,   y_n ≥ 0,   |y_t| ≤ μ λ̄_n   (a disk per contact with friction)
 
         (C̃ = C + α̃λ: normal rows C̃_n + ΔC_n ≥ 0 ⟂ y_n ≥ 0; friction rows stick with C̃_t + ΔC_t = 0 inside the
-        box and slide on it against their slip). The compliances α̃ > 0 of every row (``direct_compliance``,
+        disk and slide on its circle against their slip). The compliances α̃ > 0 of every row (``direct_compliance``,
         ``collider_compliance``, ``friction_compliance``) make S positive definite, so y is unique also where the
         rows are redundant (an inextensible rope's friction rows are statically indeterminate: G H⁻¹ Gᵀ alone is
-        singular there). The QP is solved by the primal active-set method of :mod:`solver.contact.box_qp` (Nocedal &
-        Wright 2006, §16.5): finite termination, the objective falls at every step, so it cannot cycle, unlike
-        a primal–dual active set or semismooth Newton on a matrix that is not an M-matrix (Hintermüller, Ito &
-        Kunisch 2002, SIAM J. Optim. 13: 865–888, prove global convergence for M-matrices only). The friction
-        bound is Tresca's, μ λ̄_n with λ̄_n the normal impulse of the last solution: the QP is solved again with
-        λ̄_n ← y_n, up to ``friction_rounds`` times, until λ̄_n changes by less than 1e-6 of its largest (the
-        Tresca → Coulomb fixed point, the method of successive approximations; a contraction for small μ:
-        Nečas, Jarušek & Haslinger 1980, Boll. Unione Mat. Ital. 17-B: 796–811), and again at every Newton
-        iteration with the new linearisation. The step's first iteration starts λ̄_n at the last step's normal
-        impulse at the same material point (``Contacts._warm_normal``), later ones at the current λ_n.
+        singular there). Without friction the QP is solved by the primal active-set method of
+        :mod:`solver.contact.box_qp` (Nocedal & Wright 2006, §16.5): finite termination, the objective falls at every
+        step, so it cannot cycle, unlike a primal–dual active set or semismooth Newton on a matrix that is not an
+        M-matrix (Hintermüller, Ito & Kunisch 2002, SIAM J. Optim. 13: 865–888, prove global convergence for
+        M-matrices only). The friction
+        bound is Tresca's disk |y_t| ≤ b = μ λ̄_n: the QP with disks is solved by :mod:`solver.contact.disk_qp` (an
+        interior-point method, then the active-set method on the boxes inscribed in the sliding disks along their
+        directions, then Newton's method on those directions: exact to rounding), and Coulomb's bound b = μ y_n(b)
+        by Newton's method on b, (I − μ ∂y_n/∂b) Δb = μ y_n − b (∂y_n/∂b from the QP's active set,
+        ``radius_sensitivity``), halved while |μ y_n − b| does not fall, up to ``friction_rounds`` times, until
+        |μ y_n − b| ≤ 1e-6 of the largest b. The method of successive approximations (b ← μ y_n, a contraction for
+        small μ only: Nečas, Jarušek & Haslinger 1980, Boll. Unione Mat. Ital. 17-B: 796–811) diverged on two rods
+        crossing with μ 0.3, their redundant segment-pair rows trading the normal impulse (|μ y_n − b| grew 2.7×
+        per round). The step's first iteration starts b at the last step's normal impulse at the same material
+        point (``Contacts._warm_normal``), later ones at the current λ_n. At the fixed point a sliding row's friction
+        is −μλ_n s/|s| (s its slip): Coulomb's law with maximal dissipation.
 
         ``Contacts(geometric_stiffness=True)`` (the default) makes the joints' part a Newton step on the implicit
         step itself rather than Deul's Eq. 22, which drops the momentum residual g = M (z − ẑ) − Jᵀλ − Gᵀλ_c and has
@@ -449,15 +456,6 @@ class ContactResponse(ContactRows):
         step's. The residual then also holds the momentum balance: |(M + K̃)⁻¹ g| in metres (rotations times half
         the segment's length plus its radius). ``geometric_stiffness=False``: Deul's step (docs/notes/contacts.md
         compares them).
-
-        The cone: a row whose friction ends on its box while it slips gets, for its next Newton iteration, the box
-        inscribed in the cone along its slip s (the QP's gradient on its two friction rows), |λ_t,i| ≤ μλ_n |s_i|/|s|,
-        its direction relaxed by half towards the new slip's at each iteration; rows inside their box get the whole
-        box again. At a fixed point a sliding row's friction is −μλ_n s/|s|, Coulomb's law with maximal dissipation;
-        the per-tangent box alone let a corner carry √2 μλ_n: on the capstan (μ 0.5, θ = π) the wrapped rope's rows
-        held μλ_n along the rope and ±μλ_n along the cylinder's axis in alternation, the rope zig-zagged axially and
-        slid 5.6 % slow. The friction rows' part of the residual is the natural map of the disk (scaled by the row's
-        smaller S_ii), which is 0 only there.
 
         Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
         plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
@@ -566,13 +564,8 @@ class ContactResponse(ContactRows):
 
         nf = fric.size
 
-        def box(normal, share=None):
-            bound = np.tile(mu * np.maximum(normal[fric], 0.0), 2)
-            if share is not None:
-                bound = bound * np.concatenate((share[:, 0], share[:, 1]))
-            lo[k:], hi[k:] = -bound, bound
-
-        box(lam_n)
+        bound = np.tile(mu * np.maximum(lam_n[fric], 0.0), 2)  # the residual's friction box (its disk below)
+        lo[k:], hi[k:] = -bound, bound
         natural = np.abs(lam_r - np.clip(lam_r - rhs_r / diag, lo, hi)) * diag
         if nf:
             # friction rows: the natural map of the disk |λ_t| ≤ μλ_n (one scale per row), not of the box
@@ -585,6 +578,7 @@ class ContactResponse(ContactRows):
             natural = np.concatenate((natural[:k], np.linalg.norm(yt - proj, axis=1) * scale))
         residual = float(np.max(natural, initial=0.0))
         merit = max(residual, momentum_residual, self._joint_merit(sim))
+
         # the incremental potential Φ at this iterate for a given friction bound (None: Φ is no merit here, below)
         potential = None
         if momentum is not None and bool(np.all(sim.alpha_tilde > 0.0)) and bool(np.all(alpha_r > 0.0)):
@@ -599,38 +593,41 @@ class ContactResponse(ContactRows):
             self._schur_last = None
         elif self._backtrack(sim, merit, potential):
             return merit
-        share = None
-        if nf:
-            held = getattr(self, "_cone_share", None)
-            share = held if held is not None and held.shape == (nf, 2) and not first else np.ones((nf, 2))
-        box(self._warm_normal if first else lam_n, share)
+        # the QP with Tresca's disk |y_t| ≤ μ λ̄_n per contact (solver.contact.disk_qp: interior point, then the box
+        # QP inscribed along the sliding directions, then Newton on their angles), and Coulomb's bound by Newton
+        rows_t1, rows_t2 = k + np.arange(nf), k + nf + np.arange(nf)
+        bound_n = self._warm_normal if first else lam_n
         y, solves, settled = lam_r, 0, True
-        for _ in range(self.friction_rounds if fric.size else 1):
+        used = np.zeros(2 * nf)
+        if nf:
+            # Coulomb's bound b = μ y_n(b) by Newton's method on the bound: (I − μ ∂y_n/∂b) Δb = μ y_n − b, with
+            # ∂y_n/∂b from the QP's active set (radius_sensitivity), halved while |μ y_n − b| does not fall
+            radius = mu * np.maximum(bound_n[fric], 0.0)
+            res = solve_disk_qp(s, q, k, rows_t1, rows_t2, radius, x0=y)
+            y, solves, settled = res.x, res.newton + res.box_solves, res.converged
+            for _ in range(self.friction_rounds):
+                gap = mu * np.maximum(y[:k][fric], 0.0) - radius
+                size = float(np.max(np.abs(gap), initial=0.0))
+                if size <= 1e-6 * float(np.max(radius, initial=0.0)) + 1e-300:
+                    break
+                d = radius_sensitivity(s, q, rows_t1, rows_t2, radius, res)[fric]
+                try:
+                    delta = np.linalg.solve(np.eye(nf) - mu[:, None] * d, gap)
+                except np.linalg.LinAlgError:
+                    delta = gap
+                for _half in range(4):
+                    trial_r = np.maximum(radius + delta, 0.0)
+                    trial = solve_disk_qp(s, q, k, rows_t1, rows_t2, trial_r, x0=y)
+                    solves += trial.newton + trial.box_solves
+                    if float(np.max(np.abs(mu * np.maximum(trial.x[:k][fric], 0.0) - trial_r), initial=0.0)) < size:
+                        break
+                    delta = 0.5 * delta
+                radius, res, y = trial_r, trial, trial.x
+                settled = res.converged
+            used = np.concatenate((res.hi[rows_t1], res.hi[rows_t2]))
+        else:
             res = solve_box_qp(s, q, lo, hi, x0=y)
-            y, solves, settled = res.x, solves + res.iterations, settled and res.converged
-            used = hi[k:].copy()
-            box(y[:k], share)
-            change = float(np.max(np.abs(hi[k:] - used), initial=0.0))
-            if change <= 1e-6 * float(np.max(hi[k:], initial=0.0)) + 1e-300:
-                break
-        if share is not None:
-            # rows whose friction is on its box (sliding): the box of their next round is the cone's inscribed box
-            # along their slip (the QP's gradient there), so the friction of a sliding row opposes its slip with
-            # |λ_t| = μλ_n, not up to √2 μλ_n at a corner of the per-tangent box
-            ft = np.stack((y[k : k + nf], y[k + nf :]), axis=1)
-            top = np.stack((used[:nf], used[nf:]), axis=1)  # the bounds of the last QP
-            slip = (s[k:] @ y + q[k:]).reshape(2, nf).T
-            slip_len = np.linalg.norm(slip, axis=1)
-            on = np.any(np.abs(ft) >= top * (1.0 - 1e-9), axis=1) & (slip_len > 1e-3 * float(sim.tolerance))
-            # a row that was sliding already: its direction relaxed by half towards the new slip's (the plain fixed
-            # point cycled between a row's lateral friction held and released); rows inside their box get it whole
-            new = np.abs(slip[on]) / slip_len[on, None]
-            old = share[on]
-            was_on = np.abs(np.linalg.norm(old, axis=1) - 1.0) < 1e-9  # a direction, not the whole box (norm √2)
-            mixed = np.where(was_on[:, None], old + new, new)
-            share = np.ones((nf, 2))
-            share[on] = mixed / np.linalg.norm(mixed, axis=1)[:, None]
-            self._cone_share = share
+            y, solves, settled = res.x, res.iterations, res.converged
         self.solve_log.append((solves, settled))
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)

@@ -1,0 +1,390 @@
+"""Convex quadratic programs with bounds and disks: the contact QP with Tresca friction on a round cone section.
+
+    minimise  f(y) = ½ yᵀ S y + qᵀ y   subject to   y_i ≥ 0 (i < n_bounded),   ‖(y_a(j), y_b(j))‖ ≤ b_j (disks j)
+
+(S symmetric positive definite; a normal impulse per contact, two tangential impulses per disk.) The method has two
+parts:
+
+1. A barrier method (Boyd & Vandenberghe 2004, "Convex Optimization", §11.3): the minimisers of
+   ψ_t(y) = t f(y) − Σ log y_i − Σ log(b_j² − ‖y_j‖²) for t growing by ``growth`` (the central path), each found
+   by Newton's method with a backtracking line search from the last. Both barriers are self-concordant (the
+   logarithm of an affine and of a concave quadratic function: §9.6.2, §11.6.1), so each centring takes a number
+   of Newton steps bounded independently of S and q (§11.5), and a central point is within m/t of the optimum
+   in f (m = the number of constraints; §11.2.2). The barrier stops at a relative gap ``gap_rtol``.
+2. An active-set finish, exact: with u_j the direction of disk j's point where it lies on its circle, the box
+   inscribed in the disk along u_j, |y_a| ≤ b_j |u_a|, |y_b| ≤ b_j |u_b|, lies in the disk and holds its
+   minimiser at a corner when u_j is the minimiser's direction; there the disk's KKT condition
+   ∇f_j = −ν y_j (ν ≥ 0) gives each tangent's gradient the sign of its held bound, so the minimiser of the disk
+   QP is the KKT point, hence the minimiser, of the box QP over these boxes (the whole box b_j for a disk
+   strictly inside: its constraint is inactive in both). :func:`~solver.contact.box_qp.solve_box_qp` (an active-set
+   method with finite termination) solves that box QP from the barrier's point: every bound row is exactly on
+   or off its bound, every disk's point inside its disk. A disk whose box point leaves its circle is given its
+   inscribed box along that point and the box QP solved again.
+
+The corner's direction is the barrier's, so the friction of a sliding disk is exact to the barrier's gap (a
+relative 1e-13 of yᵀSy by default), its magnitude b_j and every bound's state exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from .box_qp import solve_box_qp
+
+
+@dataclass
+class DiskQPResult:
+    """``x``: the solution; ``newton``: Newton steps of the barrier; ``box_solves``: active-set subproblem solves;
+    ``converged``: the barrier reached its gap and the box QP its KKT conditions; ``lo``/``hi``: the bounds of the
+    last box QP (a disk's tangents: ±b_j|u| on its circle, ±b_j inside); ``sliding``: (n_disks,) the disks whose
+    point is on their circle."""
+
+    x: np.ndarray
+    newton: int
+    box_solves: int
+    converged: bool
+    lo: np.ndarray
+    hi: np.ndarray
+    sliding: np.ndarray
+
+
+def disk_kkt_violation(s, q, n_bounded, rows_a, rows_b, radius, x) -> float:
+    """The largest violation of the QP's first-order conditions at ``x``: the natural map |x − proj(x − ∇f)|,
+    the projection onto the half-lines and disks (0 exactly at the solution)."""
+    g = s @ x + q
+    trial = x - g
+    proj = trial.copy()
+    proj[:n_bounded] = np.maximum(trial[:n_bounded], 0.0)
+    pair = np.stack((trial[rows_a], trial[rows_b]), axis=1)
+    length = np.linalg.norm(pair, axis=1)
+    scale = np.minimum(1.0, np.asarray(radius, float) / np.maximum(length, 1e-300))
+    proj[rows_a], proj[rows_b] = pair[:, 0] * scale, pair[:, 1] * scale
+    return float(np.max(np.abs(x - proj), initial=0.0))
+
+
+def _newton_step(s, g_f, y, bounded, rows_a, rows_b, radius, t):
+    """Newton's step of ψ_t at ``y`` (g_f = ∇f(y)): (t S + ∇²φ) p = −(t ∇f + ∇φ); returns p and ∇ψ_t."""
+    grad = t * g_f
+    hess = t * s
+    yb = y[bounded]
+    grad[bounded] -= 1.0 / yb
+    hess[bounded, bounded] += 1.0 / (yb * yb)
+    ya, yt = y[rows_a], y[rows_b]
+    slack = radius * radius - ya * ya - yt * yt
+    grad[rows_a] += 2.0 * ya / slack
+    grad[rows_b] += 2.0 * yt / slack
+    two, four = 2.0 / slack, 4.0 / (slack * slack)
+    hess[rows_a, rows_a] += two + four * ya * ya
+    hess[rows_b, rows_b] += two + four * yt * yt
+    hess[rows_a, rows_b] += four * ya * yt
+    hess[rows_b, rows_a] += four * ya * yt
+    try:
+        p = -cho_solve(cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
+    except LinAlgError:
+        p = -np.linalg.solve(hess, grad)
+    return p, grad
+
+
+def _max_step(y, p, bounded, rows_a, rows_b, radius) -> float:
+    """The largest α ≤ 1 with y + α p strictly feasible, times 0.99."""
+    alpha = 1.0
+    pb = p[bounded]
+    down = pb < 0.0
+    if down.any():
+        alpha = min(alpha, 0.99 * float(np.min(-y[bounded][down] / pb[down])))
+    a = p[rows_a] ** 2 + p[rows_b] ** 2  # ‖y + α p‖² = b²: a α² + 2 c α + e = 0, e < 0
+    c = y[rows_a] * p[rows_a] + y[rows_b] * p[rows_b]
+    e = y[rows_a] ** 2 + y[rows_b] ** 2 - radius * radius
+    moving = a > 0.0
+    if moving.any():
+        root = (-c[moving] + np.sqrt(c[moving] ** 2 - a[moving] * e[moving])) / a[moving]
+        alpha = min(alpha, 0.99 * float(np.min(root)))
+    return alpha
+
+
+def _psi(s, q, y, bounded, rows_a, rows_b, radius, t) -> float:
+    """ψ_t(y) (+∞ outside the constraints)."""
+    slack = radius * radius - y[rows_a] ** 2 - y[rows_b] ** 2
+    yb = y[bounded]
+    if np.any(yb <= 0.0) or np.any(slack <= 0.0):
+        return np.inf
+    return float(t * (0.5 * y @ (s @ y) + q @ y) - np.sum(np.log(yb)) - np.sum(np.log(slack)))
+
+
+def _barrier(s, q, y, bounded, rows_a, rows_b, radius, growth, gap_rtol, max_newton):
+    """Phase 1: the barrier method from the strictly feasible ``y``, t₀ = m / Σ|y_i ∇f_i| (on the central path
+    y_i ∇f_i = 1/t per bound). Returns (y, Newton steps, reached the gap)."""
+    m = int(bounded.sum()) + rows_a.size
+    t = m / max(float(np.sum(np.abs(y * (s @ y + q)))), 1e-300)
+    steps = 0
+    while True:
+        for _ in range(50):  # centring: Newton with backtracking (Armijo 1/4, halving) until λ²/2 ≤ 1e-8
+            p, grad = _newton_step(s, s @ y + q, y, bounded, rows_a, rows_b, radius, t)
+            decrement = -float(grad @ p)
+            if decrement <= 2e-8 or steps >= max_newton:
+                break
+            steps += 1
+            alpha = _max_step(y, p, bounded, rows_a, rows_b, radius)
+            psi = _psi(s, q, y, bounded, rows_a, rows_b, radius, t)
+            while alpha > 1e-12 and _psi(s, q, y + alpha * p, bounded, rows_a, rows_b, radius, t) > (
+                psi - 0.25 * alpha * decrement
+            ):
+                alpha *= 0.5
+            if alpha <= 1e-12:
+                break
+            y = y + alpha * p
+        energy = abs(float(y @ (s @ y))) + abs(float(q @ y))
+        if m / t <= gap_rtol * energy or steps >= max_newton:
+            return y, steps, m / t <= gap_rtol * energy
+        t *= growth
+
+
+def solve_disk_qp(
+    s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, growth: float = 20.0, gap_rtol: float = 1e-9,
+    max_newton: int = 400,
+    max_rounds: int = 4,
+) -> DiskQPResult:  # fmt: skip
+    """Solve the QP of the module docstring. ``s`` (n, n) symmetric positive definite, ``q`` (n,), rows
+    0…``n_bounded``−1 bounded below by 0, the other rows free but for the disks: disk j holds rows ``rows_a[j]``
+    and ``rows_b[j]`` within ``radius[j]`` ≥ 0 (a disk of radius 0 holds its rows at 0). ``x0``: a start (moved
+    strictly inside the constraints for the barrier). ``growth``: the barrier parameter's factor per centring,
+    ``gap_rtol``: the barrier's stop, m/t ≤ gap_rtol (|yᵀSy| + |qᵀy|); ``max_newton``: Newton steps at most;
+    ``max_rounds``: box QPs at most (a disk leaving its circle in one gets its inscribed box in the next)."""
+    s = np.asarray(s, dtype=float)
+    q = np.asarray(q, dtype=float)
+    n = q.size
+    rows_a = np.asarray(rows_a, dtype=np.int64)
+    rows_b = np.asarray(rows_b, dtype=np.int64)
+    radius = np.asarray(radius, dtype=float)
+    if s.shape != (n, n) or rows_a.shape != rows_b.shape or radius.shape != rows_a.shape:
+        raise ValueError("disk QP: S must be (n, n) and the disks' rows and radii of one length")
+    if np.any(radius < 0.0) or not np.all(np.isfinite(radius)):
+        raise ValueError("disk QP: every disk's radius must be finite and ≥ 0")
+    disk_rows = np.concatenate((rows_a, rows_b))
+    if np.any(disk_rows < n_bounded) or np.any(disk_rows >= n) or np.unique(disk_rows).size != disk_rows.size:
+        raise ValueError("disk QP: the disks' rows must be distinct rows after the bounded ones")
+    lo = np.full(n, -np.inf)
+    hi = np.full(n, np.inf)
+    lo[:n_bounded] = 0.0
+    lo[rows_a], hi[rows_a] = -radius, radius
+    lo[rows_b], hi[rows_b] = -radius, radius
+    y = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
+    open_ = radius > 1e-12 * max(float(radius.max(initial=0.0)), 1e-300)
+    if x0 is not None:
+        # from the start's own active set (its disks on their circle sliding, the others sticking): where that is
+        # the solution's, phases 2 and 3 alone find it (a warm start: the last Newton iteration's impulses)
+        start = y.copy()
+        start[:n_bounded] = np.maximum(start[:n_bounded], 0.0)
+        length = np.hypot(start[rows_a], start[rows_b])
+        shrink = np.where(open_, np.minimum(1.0, radius / np.maximum(length, 1e-300)), 0.0)
+        start[rows_a] *= shrink
+        start[rows_b] *= shrink
+        on = open_ & (np.hypot(start[rows_a], start[rows_b]) >= radius * (1.0 - 1e-6))
+        warm = _finish(s, q, n_bounded, rows_a, rows_b, radius, start, on, lo, hi, 1)
+        if warm[3]:
+            return DiskQPResult(warm[0], warm[2], warm[1], True, lo.copy(), hi.copy(), warm[4])
+    newton = 0
+    reached = True
+    if open_.any():
+        # phase 1 on the rows of the open disks, the bounded rows and the free rows (closed disks' rows held at 0)
+        keep = np.ones(n, bool)
+        keep[rows_a[~open_]] = keep[rows_b[~open_]] = False
+        idx = np.flatnonzero(keep)
+        where = np.full(n, -1, np.int64)
+        where[idx] = np.arange(idx.size)
+        ra, rb, rad = where[rows_a[open_]], where[rows_b[open_]], radius[open_]
+        bounded = np.zeros(idx.size, bool)
+        bounded[where[:n_bounded][keep[:n_bounded]]] = True
+        ss, qs = s[np.ix_(idx, idx)], q[idx]
+        ys = y[idx].copy()
+        # a strictly feasible start near x0: bounded rows at least a hundredth of the impulses' scale, disks within
+        # 0.9 of their radius
+        scale = max(float(np.max(np.abs(ys), initial=0.0)), float(rad.max()), 1e-300)
+        if scale <= 1e-300 or not np.any(ys):
+            scale = max(float(np.max(np.abs(qs) / np.diag(ss), initial=0.0)), 1e-300)
+        ys[bounded] = np.maximum(ys[bounded], 1e-2 * scale)
+        length = np.hypot(ys[ra], ys[rb])
+        shrink = np.minimum(1.0, 0.9 * rad / np.maximum(length, 1e-300))
+        ys[ra] *= shrink
+        ys[rb] *= shrink
+        ys, newton, reached = _barrier(ss, qs, ys, bounded, ra, rb, rad, growth, gap_rtol, max_newton)
+        y = np.zeros(n)
+        y[idx] = ys
+    # on its circle at the barrier's end: within 1e-3 of its radius (an active disk's slack falls with the gap, an
+    # inactive disk's stays; one misjudged inside is reclassified after the box QP)
+    length = np.hypot(y[rows_a], y[rows_b])
+    sliding = open_ & (length >= radius * (1.0 - 1e-3))
+    y, solves, polished, settled, sliding = _finish(
+        s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds
+    )
+    return DiskQPResult(y, newton + polished, solves, bool(reached and settled), lo.copy(), hi.copy(), sliding)
+
+
+def _finish(s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds):
+    """Phases 2 and 3 from ``y`` with the disks ``sliding`` on their circle: the box QP over the boxes inscribed
+    along the sliding disks' directions (``lo``/``hi`` set in place), then Newton on their angles; again from the
+    polished directions while the natural map is above 1e-9 of the largest impulse. Returns (y, box QP solves,
+    Newton steps, settled, sliding)."""
+    sliding = sliding.copy()
+    length = np.hypot(y[rows_a], y[rows_b])
+    solves, newton, settled = 0, 0, False
+    for _ in range(max_rounds):
+        u = np.ones((radius.size, 2))
+        on = sliding & (length > 0.0)
+        u[on, 0] = np.abs(y[rows_a[on]]) / length[on]
+        u[on, 1] = np.abs(y[rows_b[on]]) / length[on]
+        lo[rows_a], hi[rows_a] = -radius * u[:, 0], radius * u[:, 0]
+        lo[rows_b], hi[rows_b] = -radius * u[:, 1], radius * u[:, 1]
+        res = solve_box_qp(s, q, lo, hi, x0=y)
+        y, solves = res.x, solves + res.iterations
+        length = np.hypot(y[rows_a], y[rows_b])
+        # a disk the box QP holds on neither side of its corner sticks (inside its inscribed box)
+        sliding &= (
+            (y[rows_a] <= lo[rows_a])
+            | (y[rows_a] >= hi[rows_a])
+            | (y[rows_b] <= lo[rows_b])
+            | (y[rows_b] >= hi[rows_b])
+        )
+        outside = ~sliding & (length > radius * (1.0 + 1e-12))
+        if outside.any():
+            sliding |= outside
+            continue
+        y, polished = _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding)
+        newton += polished
+        length = np.hypot(y[rows_a], y[rows_b])
+        violation = disk_kkt_violation(s, q, n_bounded, rows_a, rows_b, radius, y)
+        settled = res.converged and violation <= 1e-9 * max(float(np.max(np.abs(y), initial=0.0)), 1e-300)
+        if settled:
+            break
+    return y, solves, newton, settled, sliding
+
+
+def _active(y, lo, hi, rows_a, rows_b, radius, sliding):
+    """The box QP's active set: the free rows (neither on a bound nor a circle disk's) and the disks on their
+    circle (``sliding``, radius > 0)."""
+    circle = sliding & (radius > 0.0)
+    free = ~((y <= lo) | (y >= hi))
+    free[rows_a[circle]] = free[rows_b[circle]] = False
+    free[rows_a[radius <= 0.0]] = free[rows_b[radius <= 0.0]] = False
+    return np.flatnonzero(free), circle
+
+
+def _reduced_hessian(s, g, fi, ca, cb, cr, cos, sin):
+    """With the free rows and the circle disks' angles θ as variables (y_j = b_j (cos θ_j, sin θ_j)): T = ∂y/∂(free,
+    θ), the Hessian TᵀST + diag(b_j (−c_jᵀ∇f_j)) on θ (c_j = (cos θ_j, sin θ_j)), and the θ columns; None for the
+    Hessian where a disk's curvature is not positive (not a sliding disk's minimiser)."""
+    tmat = np.zeros((g.size, fi.size + ca.size))
+    tmat[fi, np.arange(fi.size)] = 1.0
+    cols = fi.size + np.arange(ca.size)
+    tmat[ca, cols] = -cr * sin
+    tmat[cb, cols] = cr * cos
+    curvature = -cr * (cos * g[ca] + sin * g[cb])
+    if np.any(curvature <= 0.0):
+        return tmat, None, cols
+    hess = tmat.T @ s @ tmat
+    hess[cols, cols] += curvature
+    return tmat, hess, cols
+
+
+def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: int = 8):
+    """Phase 3: Newton's method on the box QP's active set with the disks on their circle parametrised by their
+    angle, y_j = b_j (cos θ_j, sin θ_j): f is smooth in (the free rows, θ), its Hessian TᵀST plus b_j (−c_jᵀ∇f_j)
+    on θ_j (positive where the disk's multiplier is), with a backtracking line search that keeps the free bounded
+    rows ≥ 0 and lowers f (Armijo) or, near the solution where f's changes are lost to rounding, the reduced
+    gradient: from the corner's direction (exact to the interior-point gap) each step
+    squares the direction's error (``sliding``: the disks on their circle, which the box QP may hold on one side
+    of their corner only). Stops where the Hessian is not positive definite or the step no longer lowers f.
+    Returns (y, steps taken)."""
+    fi, circle = _active(y, lo, hi, rows_a, rows_b, radius, sliding)
+    ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
+    if ca.size == 0:
+        return y, 0
+    # the start on the circle: a disk held on one side of its corner keeps its free row's value (the box QP set
+    # it, perhaps against a stiff row) and moves the held row along the circle; a disk at its corner is on it
+    y = y.copy()
+    held_a = (y[ca] <= lo[ca]) | (y[ca] >= hi[ca])
+    held_b = (y[cb] <= lo[cb]) | (y[cb] >= hi[cb])
+    only_a = held_a & ~held_b & (np.abs(y[cb]) <= cr)
+    only_b = held_b & ~held_a & (np.abs(y[ca]) <= cr)
+    y[ca[only_a]] = np.copysign(np.sqrt(cr[only_a] ** 2 - y[cb[only_a]] ** 2), y[ca[only_a]])
+    y[cb[only_b]] = np.copysign(np.sqrt(cr[only_b] ** 2 - y[ca[only_b]] ** 2), y[cb[only_b]])
+    theta = np.arctan2(y[cb], y[ca])
+    y[ca], y[cb] = cr * np.cos(theta), cr * np.sin(theta)
+
+    def f(v):
+        return 0.5 * v @ (s @ v) + q @ v
+
+    def reduced(v, th):  # the largest entry of the reduced gradient Tᵀ∇f
+        g = s @ v + q
+        return float(
+            max(
+                np.max(np.abs(g[fi]), initial=0.0),
+                np.max(np.abs(cr * (-np.sin(th) * g[ca] + np.cos(th) * g[cb])), initial=0.0),
+            )
+        )
+
+    value = f(y)
+    taken = 0
+    for _ in range(steps):
+        g = s @ y + q
+        tmat, hess, _ = _reduced_hessian(s, g, fi, ca, cb, cr, np.cos(theta), np.sin(theta))
+        if hess is None:
+            break
+        grad = tmat.T @ g
+        try:
+            step = -cho_solve(cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
+        except LinAlgError:
+            break
+        slope = float(grad @ step)
+        norm = float(np.max(np.abs(grad), initial=0.0))
+        if not slope < 0.0:
+            break
+        alpha = 1.0
+        while alpha > 1e-6:
+            trial = y.copy()
+            trial[fi] += alpha * step[: fi.size]
+            th = theta + alpha * step[fi.size :]
+            trial[ca], trial[cb] = cr * np.cos(th), cr * np.sin(th)
+            if not np.any(trial[:n_bounded] < 0.0) and (
+                f(trial) <= value + 1e-4 * alpha * slope or reduced(trial, th) < (1.0 - 1e-4 * alpha) * norm
+            ):
+                break
+            alpha *= 0.5
+        if alpha <= 1e-6:
+            break
+        y, theta, value, taken = trial, th, f(trial), taken + 1
+    return y, taken
+
+
+def radius_sensitivity(s, q, rows_a, rows_b, radius, result: DiskQPResult) -> np.ndarray:
+    """∂y/∂b (n, n_disks): how the solution moves with the disks' radii while its active set holds (the implicit
+    function theorem on the stationarity of f in the free rows and the circle disks' angles: with G = Tᵀ∇f,
+    ∂z/∂b = −(∂G/∂z)⁻¹ ∂G/∂b, where ∂y/∂b_j = c_j on disk j's rows and ∂G_θj/∂b_j gains d_jᵀ∇f_j, d_j = (−sin θ_j,
+    cos θ_j)). Disks inside their circle have no column (their radius does not bind); zeros where the active set
+    is degenerate (a circle disk without a positive multiplier)."""
+    y = result.x
+    out = np.zeros((y.size, radius.size))
+    fi, circle = _active(y, result.lo, result.hi, rows_a, rows_b, radius, result.sliding)
+    ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
+    if ca.size == 0:
+        return out
+    theta = np.arctan2(y[cb], y[ca])
+    cos, sin = np.cos(theta), np.sin(theta)
+    g = s @ y + q
+    tmat, hess, cols = _reduced_hessian(s, g, fi, ca, cb, cr, cos, sin)
+    if hess is None:
+        return out
+    j = np.arange(ca.size)
+    dyb = np.zeros((y.size, ca.size))
+    dyb[ca, j], dyb[cb, j] = cos, sin
+    dgdb = tmat.T @ (s @ dyb)
+    dgdb[cols, j] += -sin * g[ca] + cos * g[cb]
+    try:
+        dz = -cho_solve(cho_factor(hess, lower=True, check_finite=False), dgdb, check_finite=False)
+    except LinAlgError:
+        return out
+    out[:, np.flatnonzero(circle)] = tmat @ dz + dyb
+    return out
