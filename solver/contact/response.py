@@ -626,8 +626,8 @@ class ContactResponse(ContactRows):
                 settled = res.converged
             used = np.concatenate((res.hi[rows_t1], res.hi[rows_t2]))
         else:
-            res = solve_box_qp(s, q, lo, hi, x0=y)
-            y, solves, settled = res.x, res.iterations, res.converged
+            box_res = solve_box_qp(s, q, lo, hi, x0=y)
+            y, solves, settled = box_res.x, box_res.iterations, box_res.converged
         self.solve_log.append((solves, settled))
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)
