@@ -51,6 +51,10 @@ rounds: no friction row started sliding in them), ``com_drop_m``, ``target_met``
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
+``--method schur`` (``Contacts(direct_method="schur")``, no solve damping): 1.4 s per step over the first 0.1 s
+(0.034 r), 16 s per step as the hand turns the coil (~1100 contact rows, each a tree solve, and a dense QP over them
+per Newton iteration), so the 10 s walk was not run (docs/notes/contacts.md).
+
 ``--iterations 6`` (Newton iterations per step; Deul's Fig. 1 and the default: 3): each solve's damping bounds its
 Newton step, so with 3 iterations at 2 r a step corrects by 9 mm at most. Measured with 6: 2 r / 5 r / 10 r go down
 5 / 5 / 5 stairs (0.039 / 0.040 / 0.040 r, 6 / 2 / 11 end flips, 2.3–2.6 s per step); the solves left 7 / 12 / 19 r
@@ -213,6 +217,7 @@ def run(
     verbose: bool = False,
     frames_path: str | None = None,
     frame_every: float = 0.05,
+    direct_method: str = "active_set",
 ) -> dict:
     """Simulate ``seconds`` of the scene described in the module docstring (lengths in m, times in s, moduli
     in Pa, compliances in m/N) and return its keys."""
@@ -353,6 +358,7 @@ def run(
         post_stabilise=post_stabilise,
         direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius,
         post_velocity=post_velocity,
+        direct_method=direct_method,
     )
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
@@ -520,6 +526,9 @@ def main() -> None:
     )
     ap.add_argument("--self-friction", type=float, default=default["self_friction"], help="Coulomb μ between coils")
     ap.add_argument(
+        "--method", default=default["direct_method"], choices=("active_set", "schur"), help="Contacts(direct_method=)"
+    )
+    ap.add_argument(
         "--frames",
         default=None,
         metavar="NPZ",
@@ -536,6 +545,7 @@ def main() -> None:
         max_move_radii=args.max_move_radii or None,
         self_friction=args.self_friction,
         frames_path=args.frames,
+        direct_method=args.method,
     )
     _common.report(result, args.json, "{:32s} {}")
 

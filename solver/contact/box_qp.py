@@ -21,8 +21,9 @@ Toraldo 1991, "On the solution of large quadratic programming problems with boun
 within n steps at a face whose minimiser is reached, and the argument above still bounds the number of faces. The
 released variable of largest violation moves into the box on the next step (its multiplier is
 the directional derivative along its release); several are released at once where the next step moves every one
-of them into the box, else only that one. Started from a good working set (the last solution's), it needs few
-Cholesky factorisations.
+of them into the box, else those it moves inward are tried again, down to that one alone (on the Slinky's first
+steps, 1000 rows, about 235 variables to release per round: 20 release rounds instead of 488, one by one). Started
+from a good working set (the last solution's), it needs few Cholesky factorisations.
 """
 
 from __future__ import annotations
@@ -129,14 +130,21 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
             return BoxQPResult(x, it, True, at_lo.copy(), at_hi.copy())
         release = wrong > tol
         worst = int(np.argmax(wrong))
-        if release.sum() > 1:
-            # all at once if the face's minimiser moves every released variable into the box, else the worst one
+        while release.sum() > 1:
+            # all at once if the face's minimiser moves every released variable into the box, else those it moves
+            # inward, tried again, down to the worst one alone (which moves inward: its multiplier is the
+            # directional derivative along its release)
             p = _face_step(s, g, free | release)
             it += 1
             inward = np.where(at_lo, p > 0.0, p < 0.0)
-            if not np.all(inward[release]):
+            if np.all(inward[release]):
+                break
+            subset = release & inward
+            if subset.sum() < 2:
                 release = np.zeros(n, bool)
                 release[worst] = True
+                break
+            release = subset
         at_lo &= ~release
         at_hi &= ~release
         minimiser = False
