@@ -427,18 +427,17 @@ class ContactResponse(ContactRows):
         :mod:`solver.contact.box_qp` (Nocedal & Wright 2006, §16.5): finite termination, the objective falls at every
         step, so it cannot cycle, unlike a primal–dual active set or semismooth Newton on a matrix that is not an
         M-matrix (Hintermüller, Ito & Kunisch 2002, SIAM J. Optim. 13: 865–888, prove global convergence for
-        M-matrices only). The friction
-        bound is Tresca's disk |y_t| ≤ b = μ λ̄_n: the QP with disks is solved by :mod:`solver.contact.disk_qp` (an
-        interior-point method, then the active-set method on the boxes inscribed in the sliding disks along their
-        directions, then Newton's method on those directions: exact to rounding), and Coulomb's bound b = μ y_n(b)
-        by Newton's method on b, (I − μ ∂y_n/∂b) Δb = μ y_n − b (∂y_n/∂b from the QP's active set,
-        ``radius_sensitivity``), halved while |μ y_n − b| does not fall, up to ``friction_rounds`` times, until
-        |μ y_n − b| ≤ 1e-6 of the largest b. The method of successive approximations (b ← μ y_n, a contraction for
-        small μ only: Nečas, Jarušek & Haslinger 1980, Boll. Unione Mat. Ital. 17-B: 796–811) diverged on two rods
-        crossing with μ 0.3, their redundant segment-pair rows trading the normal impulse (|μ y_n − b| grew 2.7×
-        per round). The step's first iteration starts b at the last step's normal impulse at the same material
-        point (``Contacts._warm_normal``), later ones at the current λ_n. At the fixed point a sliding row's friction
-        is −μλ_n s/|s| (s its slip): Coulomb's law with maximal dissipation.
+        M-matrices only). The friction bound is Tresca's disk |y_t| ≤ b = μ λ̄_n: the QP with disks is solved by
+        :mod:`solver.contact.disk_qp` (an interior-point method, then the active-set method on the boxes inscribed in
+        the sliding disks along their directions, then Newton's method on those directions: exact to rounding), and
+        Coulomb's bound b = μ y_n(b) by Newton's method on b, (I − μ ∂y_n/∂b) Δb = μ y_n − b (∂y_n/∂b from the QP's
+        active set, ``radius_sensitivity``), halved (three times at most) while |μ y_n − b| does not fall, up to
+        ``friction_rounds`` times, until |μ y_n − b| ≤ 1e-6 of the largest b. The method of successive approximations
+        (b ← μ y_n, a contraction for small μ only: Nečas, Jarušek & Haslinger 1980, Boll. Unione Mat. Ital. 17-B:
+        796–811) diverged on two rods crossing with μ 0.3, their redundant segment-pair rows trading the normal
+        impulse (|μ y_n − b| grew 2.7× per round). The step's first iteration starts b at the last step's normal
+        impulse at the same material point (``Contacts._warm_normal``), later ones at the current λ_n. At the fixed
+        point a sliding row's friction is −μλ_n s/|s| (s its slip): Coulomb's law with maximal dissipation.
 
         ``Contacts(geometric_stiffness=True)`` (the default) makes the joints' part a Newton step on the implicit
         step itself rather than Deul's Eq. 22, which drops the momentum residual g = M (z − ẑ) − Jᵀλ − Gᵀλ_c and has
@@ -578,7 +577,6 @@ class ContactResponse(ContactRows):
             natural = np.concatenate((natural[:k], np.linalg.norm(yt - proj, axis=1) * scale))
         residual = float(np.max(natural, initial=0.0))
         merit = max(residual, momentum_residual, self._joint_merit(sim))
-
         # the incremental potential Φ at this iterate for a given friction bound (None: Φ is no merit here, below)
         potential = None
         if momentum is not None and bool(np.all(sim.alpha_tilde > 0.0)) and bool(np.all(alpha_r > 0.0)):
@@ -601,7 +599,8 @@ class ContactResponse(ContactRows):
         used = np.zeros(2 * nf)
         if nf:
             # Coulomb's bound b = μ y_n(b) by Newton's method on the bound: (I − μ ∂y_n/∂b) Δb = μ y_n − b, with
-            # ∂y_n/∂b from the QP's active set (radius_sensitivity), halved while |μ y_n − b| does not fall
+            # ∂y_n/∂b from the QP's active set (radius_sensitivity), halved while |μ y_n − b| does not fall (after
+            # three halvings the last trial is kept: the Newton iteration's own line search judges the step)
             radius = mu * np.maximum(bound_n[fric], 0.0)
             res = solve_disk_qp(s, q, k, rows_t1, rows_t2, radius, x0=y)
             y, solves, settled = res.x, res.newton + res.box_solves, res.converged
@@ -610,9 +609,9 @@ class ContactResponse(ContactRows):
                 size = float(np.max(np.abs(gap), initial=0.0))
                 if size <= 1e-6 * float(np.max(radius, initial=0.0)) + 1e-300:
                     break
-                d = radius_sensitivity(s, q, rows_t1, rows_t2, radius, res)[fric]
+                dyn_db = radius_sensitivity(s, q, rows_t1, rows_t2, radius, res)[fric]
                 try:
-                    delta = np.linalg.solve(np.eye(nf) - mu[:, None] * d, gap)
+                    delta = np.linalg.solve(np.eye(nf) - mu[:, None] * dyn_db, gap)
                 except np.linalg.LinAlgError:
                     delta = gap
                 for _half in range(4):
