@@ -90,14 +90,18 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         1e-300,
     )
     minimiser = False  # x minimises f on its current face
+    ready = None  # the face step a release already made for the face it leaves
     it = 0
     while it < cap:
         held = at_lo | at_hi
         free = ~held
         g = s @ x + q
         if not minimiser:
-            it += 1
-            p = _face_step(s, g, free)
+            if ready is None:
+                it += 1
+                p = _face_step(s, g, free)
+            else:
+                p, ready = ready, None
             if np.any((x + p < lo) | (x + p > hi)):
                 # projected search (Moré & Toraldo 1991): the full step projected onto the box, taken if it lowers
                 # f; it holds every variable it puts on a bound at once, where the step to the first bound holds one
@@ -138,6 +142,7 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
             it += 1
             inward = np.where(at_lo, p > 0.0, p < 0.0)
             if np.all(inward[release]):
+                ready = p  # the next face's step: x and g unchanged
                 break
             subset = release & inward
             if subset.sum() < 2:

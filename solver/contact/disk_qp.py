@@ -184,10 +184,7 @@ def solve_disk_qp(
         # start: the last Newton iteration's impulses; the capstan runs took 92 s of CPU, 171 s with one box QP)
         start = y.copy()
         start[:n_bounded] = np.maximum(start[:n_bounded], 0.0)
-        length = np.hypot(start[rows_a], start[rows_b])
-        shrink = np.where(open_, np.minimum(1.0, radius / np.maximum(length, 1e-300)), 0.0)
-        start[rows_a] *= shrink
-        start[rows_b] *= shrink
+        _into_disks(start, rows_a, rows_b, np.where(open_, radius, 0.0))
         on = open_ & (np.hypot(start[rows_a], start[rows_b]) >= radius * (1.0 - 1e-6))
         warm = _finish(s, q, n_bounded, rows_a, rows_b, radius, start, on, lo, hi, 3)
         if warm[3]:
@@ -212,10 +209,7 @@ def solve_disk_qp(
         if scale <= 1e-300 or not np.any(ys):
             scale = max(float(np.max(np.abs(qs) / np.diag(ss), initial=0.0)), 1e-300)
         ys[bounded] = np.maximum(ys[bounded], 1e-2 * scale)
-        length = np.hypot(ys[ra], ys[rb])
-        shrink = np.minimum(1.0, 0.9 * rad / np.maximum(length, 1e-300))
-        ys[ra] *= shrink
-        ys[rb] *= shrink
+        _into_disks(ys, ra, rb, 0.9 * rad)
         ys, newton, reached = _barrier(ss, qs, ys, bounded, ra, rb, rad, growth, gap_rtol, max_newton)
         y = np.zeros(n)
         y[idx] = ys
@@ -227,6 +221,13 @@ def solve_disk_qp(
         s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds
     )
     return DiskQPResult(y, newton + polished, solves, bool(reached and settled), lo.copy(), hi.copy(), sliding)
+
+
+def _into_disks(y, rows_a, rows_b, radius) -> None:
+    """Scale each disk's pair of rows of ``y`` (in place) onto the disk of ``radius`` where it lies outside."""
+    shrink = np.minimum(1.0, radius / np.maximum(np.hypot(y[rows_a], y[rows_b]), 1e-300))
+    y[rows_a] *= shrink
+    y[rows_b] *= shrink
 
 
 def _finish(s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds):
