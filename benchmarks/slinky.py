@@ -178,6 +178,7 @@ def run(
     seconds: float = 10.0,
     dt: float = 0.01,
     iterations: int = 3,
+    tolerance: float = 0.0,
     friction: float = 0.4,
     self_friction: float = 0.0,
     sweeps: int = 1,
@@ -306,7 +307,9 @@ def run(
             qy = np.array([np.cos(0.5 * th), 0.0, np.sin(0.5 * th), 0.0])
             return p[None], quat.multiply(qy[None], q0[None])
 
-    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=0.0, damping=damping, kinematic=kinematic)
+    sim = Simulator(
+        model, dt=dt, max_iterations=iterations, tolerance=tolerance, damping=damping, kinematic=kinematic
+    )
     if hand:
         sim.positions[:], sim.orientations[:] = start_x, start_q
     elif start == "arch":
@@ -473,6 +476,11 @@ def run(
         "segments": n_seg,
         "dt_s": dt,
         "iterations": iterations,
+        "tolerance_m": tolerance,
+        # Newton iterations per step (Contacts.reports) and the steps that ended at the cap unconverged
+        "median_iterations": float(np.median([r.iterations for r in contacts.reports] or [0])),
+        "cap_steps": int(sum(r.hit_cap for r in contacts.reports)),
+        "residual_median_m": float(np.median([r.residual for r in contacts.reports] or [0.0])),
         "seconds": seconds,
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,
@@ -507,6 +515,12 @@ def main() -> None:
         "--iterations", type=int, default=default["iterations"], help="Newton iterations per step (Deul's Fig. 1: 3)"
     )
     ap.add_argument(
+        "--tolerance",
+        type=float,
+        default=default["tolerance"],
+        help="m: a step stops iterating once its residual is below this (0: always --iterations)",
+    )
+    ap.add_argument(
         "--rounds", type=int, default=default["direct_rounds"], help="active-set solves per direct solve at most"
     )
     ap.add_argument("--start", default=default["start"], choices=("arch", "push", "stack", "hand"))
@@ -538,6 +552,7 @@ def main() -> None:
     result = run(
         seconds=args.seconds,
         iterations=args.iterations,
+        tolerance=args.tolerance,
         direct_rounds=args.rounds,
         start=args.start,
         release_speed=args.release_speed,

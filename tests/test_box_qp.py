@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
 
-from solver.contact.box_qp import kkt_violation, solve_box_qp
+from solver.contact.box_qp import _FaceSolver, kkt_violation, solve_box_qp
 
 
 def random_problem(n, seed, cond=1e4):
@@ -76,3 +76,28 @@ def test_fixed_variables_and_bad_bounds():
         solve_box_qp(s, np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="must be"):
         solve_box_qp(np.eye(3), np.zeros(2), np.zeros(2), np.ones(2))
+
+
+@pytest.mark.parametrize("cond", [1e2, 1e8])
+def test_face_steps_through_the_schur_complement_match_a_fresh_factorisation(cond):
+    # a walk of free sets changing one to five variables at a time (past the refactoring limit), as the active-set
+    # method changes its working set: every step equals the face system solved from scratch
+    n = 120
+    s, _, _, _ = random_problem(n, 3, cond=cond)
+    rng = np.random.default_rng(7)
+    faces = _FaceSolver(s)
+    free = rng.random(n) < 0.6
+    refactored = 0
+    for _ in range(60):
+        flip = rng.choice(n, size=int(rng.integers(1, 6)), replace=False)
+        free[flip] = ~free[flip]
+        g = rng.standard_normal(n)
+        base = faces.base
+        p = faces.step(g, free)
+        refactored += faces.base is not base
+        f = np.flatnonzero(free)
+        exact = np.zeros(n)
+        exact[f] = -np.linalg.solve(s[np.ix_(f, f)], g[f])
+        assert np.all(p[~free] == 0.0)
+        assert np.abs(p - exact).max() <= 1e-15 * cond * np.abs(exact).max()  # a backward-stable solve's error
+    assert refactored >= 2  # the walk passed the limit: the base was factored again
