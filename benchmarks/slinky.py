@@ -47,13 +47,20 @@ the floor), ``max_energy_gain_J`` / ``max_energy_gain_at_s`` (the largest rise o
 energy over the start: with elastic energy ≥ 0 it can only fall), ``damped_solves_share`` (direct solves
 scaled down to ``max_move_radii``), ``active_set_rounds_median``, ``unconverged_solves_share``,
 ``friction_undecided_share`` (direct solves whose normal active set never settled within the primal–dual
-rounds: no friction row started sliding in them), ``com_drop_m``, ``target_met``.
+rounds: no friction row started sliding in them), ``com_drop_m``, ``median_iterations`` / ``cap_steps`` /
+``residual_median_m`` (Newton iterations per step, steps that ended at ``iterations`` unconverged, the steps' last
+residual; with ``tolerance`` 0 every step runs ``iterations``), ``target_met``.
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
-``--method schur`` (``Contacts(direct_method="schur")``, no solve damping): 1.4 s per step over the first 0.1 s
-(0.034 r), 16 s per step as the hand turns the coil (~1100 contact rows, each a tree solve, and a dense QP over them
-per Newton iteration), so the 10 s walk was not run (docs/notes/contacts.md).
+``--method schur`` (``Contacts(direct_method="schur")``, no solve damping), measured over the 10 s: with its
+default Newton step (geometric stiffness and the momentum residual, ``Contacts(geometric_stiffness=True)``) 3
+iterations do not converge a step (residual median 6e-3 m) and the Slinky stays draped over the top step's edge from
+0.6 s on: ``stairs_descended`` 1 (its trailing end crosses the edge's x while it hangs there), 0.040 r, 1.5 s per step.
+``--no-geometric-stiffness --iterations 15 --tolerance 1e-5`` (Deul's Eq. 22 step in the schur method, iterated to
+1e-5 m): target met, 4 stairs (at rest on the last step from 3 s), 0.039 r (0.61 r before post-stabilisation), 3
+end flips, no divergence, energy gain 11 mJ (at 0.26 s, while the hand turns the coil), median 3 iterations, 34 of
+1000 steps at the cap (landings, and the hand letting go at 0.6 s), 1.8 s per step.
 
 ``--iterations 6`` (Newton iterations per step; Deul's Fig. 1 and the default: 3): each solve's damping bounds its
 Newton step, so with 3 iterations at 2 r a step corrects by 9 mm at most. Measured with 6: 2 r / 5 r / 10 r go down
@@ -219,6 +226,7 @@ def run(
     frames_path: str | None = None,
     frame_every: float = 0.05,
     direct_method: str = "active_set",
+    geometric_stiffness: bool = True,
 ) -> dict:
     """Simulate ``seconds`` of the scene described in the module docstring (lengths in m, times in s, moduli
     in Pa, compliances in m/N) and return its keys."""
@@ -307,9 +315,7 @@ def run(
             qy = np.array([np.cos(0.5 * th), 0.0, np.sin(0.5 * th), 0.0])
             return p[None], quat.multiply(qy[None], q0[None])
 
-    sim = Simulator(
-        model, dt=dt, max_iterations=iterations, tolerance=tolerance, damping=damping, kinematic=kinematic
-    )
+    sim = Simulator(model, dt=dt, max_iterations=iterations, tolerance=tolerance, damping=damping, kinematic=kinematic)
     if hand:
         sim.positions[:], sim.orientations[:] = start_x, start_q
     elif start == "arch":
@@ -362,6 +368,7 @@ def run(
         direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius,
         post_velocity=post_velocity,
         direct_method=direct_method,
+        geometric_stiffness=geometric_stiffness,
     )
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
@@ -477,6 +484,7 @@ def run(
         "dt_s": dt,
         "iterations": iterations,
         "tolerance_m": tolerance,
+        "geometric_stiffness": geometric_stiffness,
         # Newton iterations per step (Contacts.reports) and the steps that ended at the cap unconverged
         "median_iterations": float(np.median([r.iterations for r in contacts.reports] or [0])),
         "cap_steps": int(sum(r.hit_cap for r in contacts.reports)),
@@ -495,7 +503,10 @@ def run(
         "max_energy_gain_J": energy_gain,
         "max_energy_gain_at_s": energy_gain_at,
         "energy_budget_J": budget,
-        "max_move_per_solve_m": None if max_move_radii is None else max_move_radii * wire_radius,
+        # the schur method's Newton steps are not damped
+        "max_move_per_solve_m": None
+        if max_move_radii is None or direct_method == "schur"
+        else max_move_radii * wire_radius,
         "damped_solves_share": contacts.damped_solves / max(len(contacts.solve_log), 1),
         "com_drop_m": start_height - float(sim.positions[:n_seg, 2].mean()),
         # solves whose normal active set never settled within the primal–dual rounds: no friction row
@@ -543,6 +554,11 @@ def main() -> None:
         "--method", default=default["direct_method"], choices=("active_set", "schur"), help="Contacts(direct_method=)"
     )
     ap.add_argument(
+        "--no-geometric-stiffness",
+        action="store_true",
+        help="the schur method's Newton step without the momentum residual and geometric stiffness (Deul's Eq. 22)",
+    )
+    ap.add_argument(
         "--frames",
         default=None,
         metavar="NPZ",
@@ -561,6 +577,7 @@ def main() -> None:
         self_friction=args.self_friction,
         frames_path=args.frames,
         direct_method=args.method,
+        geometric_stiffness=not args.no_geometric_stiffness,
     )
     _common.report(result, args.json, "{:32s} {}")
 
