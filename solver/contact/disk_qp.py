@@ -131,14 +131,15 @@ def _barrier(s, q, y, bounded, rows_a, rows_b, radius, growth, gap_rtol, max_new
     steps = 0
     while True:
         for _ in range(50):  # centring: Newton with backtracking (Armijo 1/4, halving) until λ²/2 ≤ 1e-8
-            p, grad = _newton_step(s, s @ y + q, y, bounded, rows_a, rows_b, radius, t)
+            sy = s @ y
+            p, grad = _newton_step(s, sy + q, y, bounded, rows_a, rows_b, radius, t)
             decrement = -float(grad @ p)
             if decrement <= 2e-8 or steps >= max_newton:
                 break
             steps += 1
             alpha = _max_step(y, p, bounded, rows_a, rows_b, radius)
             # f(y + α p) = f(y) + α ∇f·p + ½ α² pᵀS p: one product with S per Newton step, not per trial
-            fy, slope, curve = float(0.5 * y @ (s @ y) + q @ y), float((s @ y + q) @ p), float(p @ (s @ p))
+            fy, slope, curve = float(0.5 * y @ sy + q @ y), float((sy + q) @ p), float(p @ (s @ p))
             psi = _psi(fy, y, bounded, rows_a, rows_b, radius, t)
             while alpha > 1e-12 and _psi(
                 fy + alpha * slope + 0.5 * alpha * alpha * curve, y + alpha * p, bounded, rows_a, rows_b, radius, t
