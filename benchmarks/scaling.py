@@ -16,9 +16,9 @@ growth of the peak resident set between the two, divided by the 90 000 extra seg
 imports cancel). Targets: slope ≤ 1.1, ≤ 40 ms per iteration at 100 000 segments, ≤ 3 kB per segment.
 
 Measured on the 2-core development machine, shared with other jobs (numba 0.61.2): at 100 000 segments the
-medians of 15 iterations in five runs within one hour were 39.4, 39.7, 39.9, 40.5 and 44.6 ms (chain) and
-36.7–38.5 ms (random tree), slopes 1.02–1.06, peak memory 2.89–2.95 kB per segment; in hours when the other jobs
-loaded the memory bus, 41–78 ms (slopes 0.96–1.13 accordingly).
+medians of 15 iterations in five runs within one quiet half hour were 38.1, 38.4, 38.5, 38.5 and 38.7 ms (chain)
+and 36.5–38.6 ms (random tree), slopes 1.02–1.04, peak memory 2.80 (chain) and 2.94 (tree) kB per segment; in
+hours when the other jobs loaded the memory bus, 41–78 ms (slopes 0.96–1.13 accordingly).
 
     python3 benchmarks/scaling.py --json      # last stdout line: one JSON object
     python3 benchmarks/scaling.py --quick     # smoke run (1000 and 10000 segments, no memory runs)

@@ -295,6 +295,33 @@ def test_an_iteration_starts_from_changes_made_after_the_last_one():
     np.testing.assert_allclose(compiled_sim.lam, numpy_sim.lam, rtol=0, atol=1e-9 * np.max(np.abs(numpy_sim.lam)))
 
 
+@needs_numba
+@pytest.mark.parametrize("scene, in_place", [("chain", True), ("tree", False)])
+def test_compliances_and_masses_changed_in_place_are_iterated_with(scene, in_place):
+    """α̃ and the masses are read in place along a chain and kept as copies in elimination order on a tree
+    (while their fingerprints are unchanged): either way, changed in place between iterations they are the
+    ones the next iteration factors with and the residual it reports, as the numpy solver's."""
+    model = chain(300) if scene == "chain" else random_tree(300, seed=4)
+    numpy_sim, compiled_sim = (Simulator(model, dt=1 / 60, compiled=flag) for flag in (False, True))
+    ev = JointEvaluator(model)
+    for sim in (numpy_sim, compiled_sim):
+        sim.begin_step()
+        sim.iterate()
+        sim.alpha_tilde[::3] *= 1e3  # every third joint a thousand times softer
+        sim._mass_diag_free[5::7] *= 4.0
+        residual = sim.iterate()
+        reference = np.max(np.abs(ev.values(sim.positions, sim.orientations) + sim.alpha_tilde * sim.lam))
+        assert residual == pytest.approx(reference, rel=1e-9)
+    assert compiled_sim._kkt._in_place is in_place
+    np.testing.assert_allclose(compiled_sim.positions, numpy_sim.positions, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compiled_sim.lam, numpy_sim.lam, rtol=0, atol=1e-9 * np.max(np.abs(numpy_sim.lam)))
+    unchanged = Simulator(model, dt=1 / 60, compiled=True)
+    unchanged.begin_step()
+    unchanged.iterate()
+    unchanged.iterate()
+    assert np.max(np.abs(unchanged.positions - compiled_sim.positions)) > 1e-6  # the changes matter
+
+
 def run_python(code: str, env_extra: dict) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("NUMBA_CACHE_DIR", None)

@@ -1,11 +1,12 @@
 """numba kernels of the compiled Newton iteration (imported by :mod:`solver.core.compiled` only, on first use).
 
 One Newton iteration of Deul Eq. 22 on a forest of segments and joints, in two passes over working arrays
-laid out in elimination order (pose, λ, α̃, masses and joint constants gathered by :mod:`solver.core.compiled`,
-so every pass reads them in sequence). :func:`newton_forward`, leaves to root: each joint's constraint values
-and Jacobian blocks (Eqs. 23, 25, 26 in the body-frame form of :mod:`solver.core.joint_constraint`) made just
-before their first consumer is eliminated, and the block LDLᵀ with the forward substitution (Baraff's order:
-every node has exactly one neighbour left when it is eliminated, its parent, so there is no fill).
+laid out in elimination order (pose, λ and joint constants gathered by :mod:`solver.core.compiled`, so every
+pass reads them in sequence; α̃ and the masses through index arrays, in place or copied). :func:`newton_forward`,
+leaves to root: each joint's constraint values and Jacobian blocks (Eqs. 23, 25, 26 in the body-frame form of
+:mod:`solver.core.joint_constraint`) made just before their first consumer is eliminated, and the block LDLᵀ
+with the forward substitution (Baraff's order: every node has exactly one neighbour left when it is eliminated,
+its parent, so there is no fill).
 :func:`backward`, root to leaves: the back substitution, with each segment's position and orientation and
 each joint's λ updated as its unknowns are found. A third, lighter pass (:func:`newton_forward` without
 substitution) gives the values at the new pose for the residual. A node's pivot pulls the updates of its
@@ -102,30 +103,31 @@ def _forward_node(k, sign, child_ptr, child_pos, w, lower, t, r):
 
 @nb.njit(**_JIT)
 def newton_forward(
-    evaluate, refactor, substitute, x, q, lam, alpha, mass_diag, mass_row, sign, node_index, parent_pos, child_ptr,
-    child_pos, eval_at, rotation_strain, joint, parent, child, point_parent, point_child, inv_l, rest, rest_strain,
-    mask, frame, basis_t, slot_a, transposed_a, slot_b, transposed_b, c, w, lower, t,
+    evaluate, refactor, substitute, x, q, lam, alpha, alpha_row, mass_diag, mass_row, sign, node_index, parent_pos,
+    child_ptr, child_pos, eval_at, rotation_strain, joint, parent, child, point_parent, point_child, inv_l, rest,
+    rest_strain, mask, frame, basis_t, slot_a, transposed_a, slot_b, transposed_b, c, w, lower, t,
 ):  # fmt: skip
     """The forward half of a Newton iteration, one pass over the nodes in elimination order (or, with
     ``substitute`` false, the constraint values alone).
 
-    Joints: constants, ``lam`` and ``alpha`` in their elimination order (row i), ``c`` (m, 6) in row
-    ``joint[i]``. With ``evaluate``, joint ``eval_at[k]`` (−1: none) gets ``c`` of Eq. 23 at the pose and, with
-    ``refactor``, its two Jacobian blocks written into ``w`` at their edge slots (−1: pinned side) just before
-    node k, its first consumer, is eliminated: the blocks are used while in cache (without ``substitute``
-    the joints are evaluated in their order, the nodes not visited). ``rest`` (m, 4) the rest
-    Darboux quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain (for "eq23"). Joint kinds (as
-    :class:`~solver.core.joint_constraint.JointEvaluator`): ``mask`` (m, 6) the row masks (0 rows: every row
-    kept), a dropped row has c = 0 and a zero Jacobian row; ``frame`` (m,) −1 or the row of ``basis_t`` (Bᵀ,
-    3×3) of a joint whose position rows are ``Bᵀ R_pᵀ (x_p + R_p p_p − x_c − R_c p_c)``.
+    Joints: constants and ``lam`` in their elimination order (row i), ``alpha`` (α̃, in place or copied) in
+    row ``alpha_row[i]``, ``c`` (m, 6) in row ``joint[i]``. With ``evaluate``, joint ``eval_at[k]``
+    (−1: none) gets ``c`` of Eq. 23 at the pose and, with ``refactor``, its two Jacobian blocks written into
+    ``w`` at their edge slots (−1: pinned side) just before node k, its first consumer, is eliminated: the
+    blocks are used while in cache (without ``substitute`` the joints are evaluated in their order, the nodes
+    not visited). ``rest`` (m, 4) the rest Darboux quaternions r⁰, ``rest_strain`` (m, 3) Eq. 23's rest strain
+    (for "eq23"). Joint kinds (as :class:`~solver.core.joint_constraint.JointEvaluator`): ``mask`` (m, 6) the
+    row masks (0 rows: every row kept), a dropped row has c = 0 and a zero Jacobian row; ``frame`` (m,) −1 or
+    the row of ``basis_t`` (Bᵀ, 3×3) of a joint whose position rows are ``Bᵀ R_pᵀ (x_p + R_p p_p − x_c − R_c
+    p_c)``.
 
     Nodes: ``sign`` +1 segment, −1 joint; ``node_index`` its row among the segments or the joints in their
-    elimination order; parent's place and children's places (CSR); ``mass_diag`` row ``mass_row[i]`` for
-    segment i. With ``refactor``, the block LDLᵀ, per node ``s D = L Δ Lᵀ`` (L unit lower, Δ > 0 diagonal):
-    ``lower`` (N, 21) gets L's lower triangle packed by rows with Δ⁻¹ on the diagonal, ``w`` (N, 6, 6) its
-    block G turned into V = L⁻¹ G; a segment without children keeps its diagonal mass as pivot (L = I, V = G).
-    With ``substitute``, ``t`` (N, 6) gets the forward-substituted right-hand side L⁻¹ r, r = (0 per segment,
-    C + α̃λ per joint).
+    elimination order; parent's place and children's places (CSR); ``mass_diag`` (in place or copied) row
+    ``mass_row[i]`` for segment i. With ``refactor``, the block LDLᵀ, per node ``s D = L Δ Lᵀ`` (L unit lower,
+    Δ > 0 diagonal): ``lower`` (N, 21) gets L's lower triangle packed by rows with Δ⁻¹ on the diagonal, ``w``
+    (N, 6, 6) its block G turned into V = L⁻¹ G; a segment without children keeps its diagonal mass as pivot
+    (L = I, V = G). With ``substitute``, ``t`` (N, 6) gets the forward-substituted right-hand side L⁻¹ r,
+    r = (0 per segment, C + α̃λ per joint).
 
     Returns ``‖c + α̃λ‖∞`` of the joints evaluated when not substituting, else 0; −(1 + place) of a pivot that
     is not definite."""
@@ -194,7 +196,7 @@ def newton_forward(
                     c[j, i] *= mask[i_, i]
             if not substitute:
                 for i in range(6):
-                    v = abs(c[j, i] + alpha[i_, i] * lam[i_, i])
+                    v = abs(c[j, i] + alpha[alpha_row[i_], i] * lam[i_, i])
                     if v > residual or v != v:
                         residual = v
             if jacobians:
@@ -263,7 +265,7 @@ def newton_forward(
             idx = node_index[k]
             if not refactor:  # the forward substitution alone
                 for i in range(6):
-                    r[i] = 0.0 if s > 0.0 else c[joint[idx], i] + alpha[idx, i] * lam[idx, i]
+                    r[i] = 0.0 if s > 0.0 else c[joint[idx], i] + alpha[alpha_row[idx], i] * lam[idx, i]
                 _forward_node(k, sign, child_ptr, child_pos, w, lower, t, r)
                 continue
             if s > 0.0 and child_ptr[k] == child_ptr[k + 1]:  # a diagonal pivot
@@ -279,15 +281,16 @@ def newton_forward(
                 d33, d44, d55 = mass_diag[mass_row[idx], 3], mass_diag[mass_row[idx], 4], mass_diag[mass_row[idx], 5]
                 r0 = r1 = r2 = r3 = r4 = r5 = 0.0
             else:
-                d00, d11, d22 = -alpha[idx, 0], -alpha[idx, 1], -alpha[idx, 2]
-                d33, d44, d55 = -alpha[idx, 3], -alpha[idx, 4], -alpha[idx, 5]
+                ar = alpha_row[idx]
+                d00, d11, d22 = -alpha[ar, 0], -alpha[ar, 1], -alpha[ar, 2]
+                d33, d44, d55 = -alpha[ar, 3], -alpha[ar, 4], -alpha[ar, 5]
                 jm = joint[idx]
-                r0 = c[jm, 0] + alpha[idx, 0] * lam[idx, 0]
-                r1 = c[jm, 1] + alpha[idx, 1] * lam[idx, 1]
-                r2 = c[jm, 2] + alpha[idx, 2] * lam[idx, 2]
-                r3 = c[jm, 3] + alpha[idx, 3] * lam[idx, 3]
-                r4 = c[jm, 4] + alpha[idx, 4] * lam[idx, 4]
-                r5 = c[jm, 5] + alpha[idx, 5] * lam[idx, 5]
+                r0 = c[jm, 0] + alpha[ar, 0] * lam[idx, 0]
+                r1 = c[jm, 1] + alpha[ar, 1] * lam[idx, 1]
+                r2 = c[jm, 2] + alpha[ar, 2] * lam[idx, 2]
+                r3 = c[jm, 3] + alpha[ar, 3] * lam[idx, 3]
+                r4 = c[jm, 4] + alpha[ar, 4] * lam[idx, 4]
+                r5 = c[jm, 5] + alpha[ar, 5] * lam[idx, 5]
             for ci in range(child_ptr[k], child_ptr[k + 1]):  # the children's Schur updates s_c V_cᵀ Δ_c⁻¹ V_c
                 ch = child_pos[ci]
                 sc = sign[ch]
@@ -595,12 +598,13 @@ def fingerprints(a, b, c):
 
 
 @nb.njit(**_JIT)
-def residual_norm(c, alpha, lam):
-    """``‖c + α̃λ‖∞``."""
+def residual_norm(c, alpha, alpha_row, lam):
+    """``‖c + α̃λ‖∞`` (c and λ in the same row order, α̃ row ``alpha_row[j]`` for row j)."""
     out = 0.0
     for j in range(c.shape[0]):
+        a = alpha_row[j]
         for i in range(6):
-            v = abs(c[j, i] + alpha[j, i] * lam[j, i])
+            v = abs(c[j, i] + alpha[a, i] * lam[j, i])
             if v > out or v != v:
                 out = v
     return out

@@ -312,6 +312,11 @@ class CompiledKKT:
         self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((m, 6))
         self._mass_e = np.zeros((self.n_free, 6))
         self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
+        # α̃ and the masses are read in place where elimination order runs through model order (a rope: each
+        # next row adjacent to the last, but for under 1 % jumps), so they are neither copied nor fingerprinted;
+        # elsewhere (trees: about 30 % jumps) scattered reads cost more than copies in elimination order, kept
+        # while their fingerprints are unchanged
+        self._in_place = all(a.size < 2 or np.mean(np.abs(np.diff(a)) == 1) >= 0.99 for a in (self._free_order, joint))
         self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
         self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
         # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
@@ -357,27 +362,27 @@ class CompiledKKT:
                      "_local_seg", "_ranks", "_seg_row", "_joint_row"):  # fmt: skip
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int32))
         self._jc = tuple(np.ascontiguousarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in self._jc)
+        self._no_seg = np.zeros((0, 6))
         self._w = np.zeros((n, 6, 6))  # edge blocks G, then V = L⁻¹ G
         self._lower = np.zeros((n, 21))  # the pivots' s·D = L Δ Lᵀ: L packed by rows, Δ⁻¹ on its diagonal
         self._t = np.zeros((n, 6))
         self._c = np.zeros((m, 6))
-        self._mass = self._alpha = None
+        self._mass, self._alpha = self._no_seg, np.zeros((m, 6))
         self._pending = False  # factor() called: renew at the next iterate/solve
         self.factored = False
-        self._no_seg = np.zeros((0, 6))
 
     # -------------------------------------------------------------------------------------- pose and values
-    def _forward(self, evaluate: bool, refactor: bool, substitute: bool) -> float:
+    def _forward(self, evaluate: bool, refactor: bool, substitute: bool, alpha: tuple) -> float:
         """:func:`~solver.core._kernels.newton_forward` on the working arrays: with ``evaluate``, ``C`` (into
-        ``_c_e``) at the gathered pose, with ``refactor`` the Jacobian blocks and the factorisation, with
-        ``substitute`` the forward substitution. Returns ``‖C + α̃λ‖∞`` of the gathered λ and α̃ if not
-        substituting."""
+        ``_c_e``) at the gathered pose, with ``refactor`` the Jacobian blocks and the factorisation (with the
+        masses of :meth:`factor`), with ``substitute`` the forward substitution. ``alpha``: α̃ and its rows
+        (:meth:`_alpha_rows`). Returns ``‖C + α̃λ‖∞`` of the gathered λ if not substituting."""
         if evaluate:
             self._c_model = False
             self._last_residual = None
+        mass = (self._mass, self._free_order) if self._in_place else (self._mass_e, self._ranks)
         bad = self._k.newton_forward(
-            evaluate, refactor, substitute, self._xe, self._qe, self._lam_e, self._alpha_e, self._mass_e,
-            self._ranks,
+            evaluate, refactor, substitute, self._xe, self._qe, self._lam_e, *alpha, *mass,
             self._sign, self._node_rank, self._parent_pos, self._child_ptr, self._child_pos, self._eval_at,
             self._rotation_strain, *self._jc, self._c_e, self._w, self._lower, self._t,
         )  # fmt: skip
@@ -423,7 +428,7 @@ class CompiledKKT:
         """``C`` (m, 6) at the pose (evaluated again only if the pose changed); an internal array."""
         if not self._current(x, q):
             self._gather_pose(x, q)
-            self._forward(True, False, False)  # (the residual it returns is of the last gathered λ: not used)
+            self._forward(True, False, False, self._alpha_rows(self._alpha, self._alpha_key))  # (residual unused)
             self._pose_key = self._fingerprints(x, q)[0]
         if not self._c_model:
             self._k.scatter_rows(self._c_e, self._joint, self.n_joints, self._c)
@@ -434,7 +439,10 @@ class CompiledKKT:
         """``‖C + α̃λ‖∞`` at the pose: the one :meth:`iterate` found if the pose, λ and α̃ are still those."""
         lam = np.ascontiguousarray(lam, dtype=float)
         alpha = np.ascontiguousarray(alpha, dtype=float)
-        alpha_key = self._alpha_key if alpha is self._alpha else self._fingerprint(alpha)
+        if self._in_place:
+            alpha_key = None  # (unused: α̃ read in place, no residual kept)
+        else:
+            alpha_key = self._alpha_key if alpha is self._alpha else self._fingerprint(alpha)
         pose_key, lam_key = self._fingerprints(x, q, lam)
         current = self._pose_key is not None and self._pose_key == pose_key
         if current and self._last_residual is not None:
@@ -443,11 +451,11 @@ class CompiledKKT:
                 return value
         self._work_key = None
         self._k.gather_rows(lam, self._joint, self._lam_e)
-        self._gather_alpha(alpha, alpha_key)
+        rows = self._alpha_rows(alpha, alpha_key)
         if current:
-            return float(self._k.residual_norm(self._c_e, self._alpha_e, self._lam_e))
+            return float(self._k.residual_norm(self._c_e, *rows, self._lam_e))
         self._gather_pose(x, q)
-        value = self._forward(True, False, False)
+        value = self._forward(True, False, False, rows)
         self._pose_key = pose_key
         return value
 
@@ -457,19 +465,25 @@ class CompiledKKT:
         (n_free, 6) and compliances α̃ (m, 6)."""
         self._mass = np.ascontiguousarray(seg_mass_diag, dtype=float)
         self._alpha = np.ascontiguousarray(joint_compliance, dtype=float)
-        alpha_key, mass_key, _ = self._k.fingerprints(self._words(self._alpha), self._words(self._mass), self._no_words)
-        self._alpha_key, self._mass_key = int(alpha_key), int(mass_key)
+        if not self._in_place:  # (read in place they are current anyway)
+            words = self._words(self._alpha), self._words(self._mass), self._no_words
+            alpha_key, mass_key, _ = self._k.fingerprints(*words)
+            self._alpha_key, self._mass_key = int(alpha_key), int(mass_key)
         self._pending = True
 
     def _fingerprint(self, a: np.ndarray) -> int:
         return int(self._k.fingerprints(self._words(a), self._no_words, self._no_words)[0])
 
-    def _gather_alpha(self, alpha: np.ndarray, key: int | None = None) -> None:
-        """α̃ in elimination order, gathered again only if it changed (its fingerprint)."""
+    def _alpha_rows(self, alpha: np.ndarray, key: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """α̃ for the kernels and each joint's row in it (joints in elimination order): read in place, or
+        gathered into elimination order again only if it changed (its fingerprint ``key``, made if None)."""
+        if self._in_place:
+            return alpha, self._joint
         key = self._fingerprint(alpha) if key is None else key
         if key != self._alpha_e_key:
             self._k.gather_rows(alpha, self._joint, self._alpha_e)
             self._alpha_e_key = key
+        return self._alpha_e, self._jrank
 
     def iterate(self, x, q, lam, alpha) -> float:
         """One Newton iteration at the pose (x, q) with multipliers ``lam``, all updated in place:
@@ -486,26 +500,28 @@ class CompiledKKT:
         if self._work_key != (pose_key, lam_key):
             k.gather_state(x, q, lam, self._local_seg, self._joint, self._xe, self._qe, self._lam_e)
         self._work_key = None
+        # the factorisation's α̃ is factor()'s; the right-hand side's the one given (the same unless reusing)
         if refactor or alpha is self._alpha:
-            self._gather_alpha(self._alpha, self._alpha_key)
+            rows = self._alpha_rows(self._alpha, self._alpha_key)
         else:
-            self._gather_alpha(np.ascontiguousarray(alpha, dtype=float))
+            rows = self._alpha_rows(np.ascontiguousarray(alpha, dtype=float))
         self._pose_key = self._last_residual = None
-        if refactor and self._mass_key != self._mass_e_key:
+        if refactor and not self._in_place and self._mass_key != self._mass_e_key:
             k.gather_rows(self._mass, self._free_order, self._mass_e)
             self._mass_e_key = self._mass_key
         self._pending = False
-        self._forward(evaluate, refactor, True)
+        self._forward(evaluate, refactor, True, rows)
         self.factored = True
         k.backward(
             self._sign, self._parent_pos, self._w, self._lower, self._t, self._node_rank, self._xe, self._qe,
             self._lam_e, True,
         )  # fmt: skip
         k.scatter_state(self._xe, self._qe, self._lam_e, self._seg_row, self._joint_row, x, q, lam)
-        residual = self._forward(True, False, False)
+        residual = self._forward(True, False, False, rows)
         self._pose_key, lam_key = self._fingerprints(x, q, lam)
         self._work_key = (self._pose_key, lam_key)
-        self._last_residual = (residual, lam_key, self._alpha_e_key)
+        if not self._in_place:  # (read in place, α̃ has no fingerprint to tell it unchanged)
+            self._last_residual = (residual, lam_key, self._alpha_e_key)
         return residual
 
     def solve(self, rhs_seg, rhs_joint):
