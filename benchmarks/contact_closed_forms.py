@@ -68,7 +68,10 @@ MAX_ITERATIONS = 50
 TOLERANCE = 1e-6
 
 
-def _stats(contacts: Contacts, radius: float) -> dict:
+def contact_stats(contacts: Contacts, radius: float) -> dict:
+    """Per-step statistics of ``contacts.reports``: steps, steps at the iteration cap, unconverged steps, median and
+    largest Newton iterations, the median of the steps' last residuals [m], the deepest penetration the rows saw
+    over ``radius``, the most sticking and sliding rows in a step."""
     reps = contacts.reports
     its = np.array([r.iterations for r in reps])
     return dict(
@@ -77,6 +80,7 @@ def _stats(contacts: Contacts, radius: float) -> dict:
         unconverged=int(sum(not r.converged for r in reps)),
         median_iterations=float(np.median(its)) if its.size else 0.0,
         max_iterations=int(its.max(initial=0)),
+        residual_median_m=float(np.median([r.residual for r in reps])) if reps else 0.0,
         penetration_r=float(max((r.max_penetration for r in reps), default=0.0) / radius),
         sticking_max=int(max((r.sticking for r in reps), default=0)),
         sliding_max=int(max((r.sliding for r in reps), default=0)),
@@ -123,7 +127,7 @@ def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1
     if analytic > 0.0 and not failed:
         out["accel"] = _accel(t, s)
         out["error"] = out["accel"] / analytic - 1.0
-    return out | _stats(contacts, r)
+    return out | contact_stats(contacts, r)
 
 
 def capstan_rope(
@@ -195,7 +199,7 @@ def drape(seconds: float = 0.5, dt: float = 1 / 200, **contact_options) -> dict:
     failed = _advance(sim, steps, t, s, measure)
     rise = float(np.max(np.diff(energy), initial=0.0))
     out = dict(slide=float(s[-1]), energy_rise=rise, overlap_r=float(deepest / r), failed=failed)
-    return out | _stats(contacts, r)
+    return out | contact_stats(contacts, r)
 
 
 def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: float = 1 / 200, **contact_options) -> dict:
@@ -219,7 +223,7 @@ def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: floa
     if analytic > 0.0 and not failed:
         out["accel"] = _accel(t, s)
         out["error"] = out["accel"] / analytic - 1.0
-    return out | _stats(contacts, r)
+    return out | contact_stats(contacts, r)
 
 
 def clamped_beam(axis, centre, length: float, n: int, r: float, youngs_modulus: float, density: float = 1000.0):
@@ -310,7 +314,7 @@ def crossing(
         time=float(sim.time),
         failed=failed,
     )
-    return out | _stats(contacts, radius_b)
+    return out | contact_stats(contacts, radius_b)
 
 
 def _worst(values) -> float:

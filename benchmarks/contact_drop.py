@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common  # noqa: E402
-from contact_closed_forms import MAX_ITERATIONS, TOLERANCE, _advance, _stats, join_rods  # noqa: E402
+from contact_closed_forms import MAX_ITERATIONS, TOLERANCE, _advance, contact_stats, join_rods  # noqa: E402
 
 from solver import Box, Capsule, Contacts, Simulator, rod_from_polyline  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
@@ -107,7 +107,7 @@ def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, **option
     through = bool(failed or not np.isfinite(sim.positions).all() or sim.positions[mid, 2] < below or inside)
     out = dict(target=target, dt=dt, mu=mu, penetration_r=deepest / R_ROPE, lowest_middle_m=lowest[0])
     out |= dict(end_middle_m=float(sim.positions[mid, 2]), pass_through=through, failed=failed)
-    return out | {"rows_" + k: v for k, v in _stats(contacts, R_ROPE).items()}
+    return out | {"rows_" + k: v for k, v in contact_stats(contacts, R_ROPE).items()}
 
 
 def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -> dict:
@@ -136,7 +136,7 @@ def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -
     through = bool(failed or not np.isfinite(sim.positions).all() or closest[0] < 0.0)
     out = dict(target="rods", dt=dt, mu=mu, penetration_r=deepest / R_ROPE, separation_m=closest[0])
     out |= dict(pass_through=through, failed=failed)
-    return out | {"rows_" + k: v for k, v in _stats(contacts, R_ROPE).items()}
+    return out | {"rows_" + k: v for k, v in contact_stats(contacts, R_ROPE).items()}
 
 
 def run_all(method: str = "active_set") -> dict:

@@ -103,6 +103,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common  # noqa: E402
+from contact_closed_forms import contact_stats  # noqa: E402
 
 from solver import RodModel, Simulator  # noqa: E402
 from solver.contact import Contacts  # noqa: E402
@@ -470,6 +471,7 @@ def run(
             break
     if frames_path:
         save_frames()
+    stats = contact_stats(contacts, wire_radius)
     return {
         "stairs_descended": int(trail_step[-1]) if trail_step else 0,
         "max_penetration_m": worst,
@@ -486,9 +488,7 @@ def run(
         "tolerance_m": tolerance,
         "geometric_stiffness": geometric_stiffness,
         # Newton iterations per step (Contacts.reports) and the steps that ended at the cap unconverged
-        "median_iterations": float(np.median([r.iterations for r in contacts.reports] or [0])),
-        "cap_steps": int(sum(r.hit_cap for r in contacts.reports)),
-        "residual_median_m": float(np.median([r.residual for r in contacts.reports] or [0.0])),
+        **{key: stats[key] for key in ("median_iterations", "cap_steps", "residual_median_m")},
         "seconds": seconds,
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,

@@ -30,10 +30,11 @@ rows a face step costs a few triangular solves instead of a factorisation.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import LinAlgWarning, cho_factor, cho_solve, lu_factor, lu_solve
 
 
 @dataclass
@@ -78,43 +79,53 @@ class _FaceSolver:
         self.pos[self.idx] = np.arange(self.idx.size)
         sub = self.s[np.ix_(self.idx, self.idx)]
         self.chol = cho_factor(sub, lower=True, check_finite=False) if self.idx.size else None
-        self.columns: dict[int, np.ndarray] = {}  # S_F0F0⁻¹ b for a change's border column b (key: the variable)
+        # a change's border column b and S_F0F0⁻¹ b (key: the variable; b of a held variable is a unit vector)
+        self.columns: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.limit = max(8, min(64, self.idx.size // 4))
 
     def _base_solve(self, rhs: np.ndarray) -> np.ndarray:
         return cho_solve(self.chol, rhs, check_finite=False) if self.chol is not None else rhs[:0]
 
-    def _column(self, var: int, freed: bool) -> np.ndarray:
-        col = self.columns.get(var)
-        if col is None:
+    def _column(self, var: int, freed: bool) -> tuple[np.ndarray, np.ndarray]:
+        pair = self.columns.get(var)
+        if pair is None:
             if freed:
                 b = self.s[self.idx, var]
             else:
                 b = np.zeros(self.idx.size)
                 b[self.pos[var]] = 1.0
-            col = self.columns[var] = self._base_solve(b)
-        return col
+            pair = self.columns[var] = (b, self._base_solve(b))
+        return pair
 
-    def _solve(self, rhs: np.ndarray, added: np.ndarray, removed: np.ndarray) -> np.ndarray:
-        """The face system S_FF p_F = rhs_F (``rhs`` over all variables, p zero off F) through the bordered base."""
-        p = np.zeros(rhs.size)
-        w = self._base_solve(rhs[self.idx])
+    def _bordered(self, added: np.ndarray, removed: np.ndarray):
+        """The border B, S_F0F0⁻¹ B and the LU factors of the Schur complement C for these changes (one face
+        step's two solves share them), or None without changes."""
         if added.size + removed.size == 0:
-            p[self.idx] = w
-            return p
-        border = np.zeros((self.idx.size, added.size + removed.size))
-        solved = np.empty_like(border)
-        for c, var in enumerate(added):
-            border[:, c] = self.s[self.idx, var]
-            solved[:, c] = self._column(int(var), True)
-        for c, var in enumerate(removed):
-            border[self.pos[var], added.size + c] = 1.0
-            solved[:, added.size + c] = self._column(int(var), False)
+            return None
+        pairs = [self._column(int(var), True) for var in added] + [self._column(int(var), False) for var in removed]
+        border = np.stack([b for b, _ in pairs], axis=1)
+        solved = np.stack([col for _, col in pairs], axis=1)
         schur = -border.T @ solved
         schur[: added.size, : added.size] += self.s[np.ix_(added, added)]
+        with warnings.catch_warnings():  # (a singular C is reported below, as np.linalg.solve would)
+            warnings.simplefilter("ignore", LinAlgWarning)
+            lu = lu_factor(schur, check_finite=False)
+        if not (np.all(np.isfinite(lu[0])) and np.all(np.diag(lu[0]) != 0.0)):
+            raise np.linalg.LinAlgError("the face system's Schur complement is singular")
+        return border, solved, lu, added, removed
+
+    def _solve(self, rhs: np.ndarray, bordered) -> np.ndarray:
+        """The face system S_FF p_F = rhs_F (``rhs`` over all variables, p zero off F) through the bordered base
+        (:meth:`_bordered`)."""
+        p = np.zeros(rhs.size)
+        w = self._base_solve(rhs[self.idx])
+        if bordered is None:
+            p[self.idx] = w
+            return p
+        border, solved, lu, added, removed = bordered
         right = -border.T @ w
         right[: added.size] += rhs[added]
-        z = np.linalg.solve(schur, right)
+        z = lu_solve(lu, right, check_finite=False)
         p[self.idx] = w - solved @ z
         p[added] = z[: added.size]
         p[removed] = 0.0
@@ -133,13 +144,14 @@ class _FaceSolver:
             self._factor(free)
             added = removed = added[:0]
         try:
-            p = self._solve(-g, added, removed)
-            if added.size + removed.size:
+            bordered = self._bordered(added, removed)
+            p = self._solve(-g, bordered)
+            if bordered is not None:
                 r = np.where(free, -g - self.s @ p, 0.0)  # p is 0 off F, so (S p)_F = S_FF p_F
-                p += self._solve(r, added, removed)
+                p += self._solve(r, bordered)
         except np.linalg.LinAlgError:
             self._factor(free)
-            p = self._solve(-g, added[:0], added[:0])
+            p = self._solve(-g, None)
         return p
 
 

@@ -336,11 +336,11 @@ def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: 
     theta = np.arctan2(y[cb], y[ca])
     y[ca], y[cb] = cr * np.cos(theta), cr * np.sin(theta)
 
-    def f(v):
-        return 0.5 * v @ (s @ v) + q @ v
+    def f(v):  # (f(v), ∇f(v)) from one product with S
+        sv = s @ v
+        return 0.5 * v @ sv + q @ v, sv + q
 
-    def reduced(v, th):  # the largest entry of the reduced gradient Tᵀ∇f
-        g = s @ v + q
+    def reduced(g, th):  # the largest entry of the reduced gradient Tᵀ∇f, g = ∇f
         return float(
             max(
                 np.max(np.abs(g[fi]), initial=0.0),
@@ -348,12 +348,11 @@ def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: 
             )
         )
 
-    value = f(y)
+    value, g = f(y)
     taken = 0
     for _ in range(4 * steps):
         if taken >= steps:
             break
-        g = s @ y + q
         tmat, hess, _ = _reduced_hessian(s, g, fi, ca, cb, cr, np.cos(theta), np.sin(theta))
         if hess is None:
             break
@@ -379,7 +378,8 @@ def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: 
             th = theta + alpha * step[fi.size :]
             trial[ca], trial[cb] = cr * np.cos(th), cr * np.sin(th)
             trial[:n_bounded] = np.maximum(trial[:n_bounded], 0.0)  # rounding at the stopping row
-            if f(trial) <= value + 1e-4 * alpha * slope or reduced(trial, th) < (1.0 - 1e-4 * alpha) * norm:
+            value_t, g_t = f(trial)
+            if value_t <= value + 1e-4 * alpha * slope or reduced(g_t, th) < (1.0 - 1e-4 * alpha) * norm:
                 break
             alpha *= 0.5
         if alpha <= 1e-6 * first:
@@ -388,9 +388,10 @@ def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: 
             hit = ratio <= first * (1.0 + 1e-12)
             trial[fi[hit]] = 0.0
             fi = fi[~hit]
+            value_t, g_t = f(trial)
         else:
             taken += 1
-        y, theta, value = trial, th, f(trial)
+        y, theta, value, g = trial, th, value_t, g_t
     return y, taken
 
 
