@@ -309,14 +309,15 @@ class CompiledKKT:
         self._node_rank = np.empty(n, np.int64)
         self._node_rank[self._sign > 0] = np.arange(self.n_free)
         self._node_rank[self._sign < 0] = np.arange(m)
-        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((m, 6))
-        self._mass_e = np.zeros((self.n_free, 6))
-        self._ranks = np.arange(self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
         # α̃ and the masses are read in place where elimination order runs through model order (a rope: each
         # next row adjacent to the last, but for under 1 % jumps), so they are neither copied nor fingerprinted;
         # elsewhere (trees: about 30 % jumps) scattered reads cost more than copies in elimination order, kept
         # while their fingerprints are unchanged
         self._in_place = all(a.size < 2 or np.mean(np.abs(np.diff(a)) == 1) >= 0.99 for a in (self._free_order, joint))
+        copies = 0 if self._in_place else 1
+        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((copies * m, 6))
+        self._mass_e = np.zeros((copies * self.n_free, 6))
+        self._ranks = np.arange(copies * self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
         self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
         self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
         # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
