@@ -71,7 +71,8 @@ TOLERANCE = 1e-6
 def contact_stats(contacts: Contacts, radius: float) -> dict:
     """Per-step statistics of ``contacts.reports``: steps, steps at the iteration cap, unconverged steps, median and
     largest Newton iterations, the median of the steps' last residuals [m], the deepest penetration the rows saw
-    over ``radius``, the most sticking and sliding rows in a step."""
+    over ``radius``, the most sticking and sliding rows in a step, the steps the schur method solved with XPBD's
+    iteration (its Newton matrix indefinite: ``ContactReport.xpbd``)."""
     reps = contacts.reports
     its = np.array([r.iterations for r in reps])
     return dict(
@@ -84,6 +85,7 @@ def contact_stats(contacts: Contacts, radius: float) -> dict:
         penetration_r=float(max((r.max_penetration for r in reps), default=0.0) / radius),
         sticking_max=int(max((r.sticking for r in reps), default=0)),
         sliding_max=int(max((r.sliding for r in reps), default=0)),
+        xpbd_steps=int(sum(r.xpbd for r in reps)),
     )
 
 

@@ -49,7 +49,8 @@ scaled down to ``max_move_radii``), ``active_set_rounds_median``, ``unconverged_
 ``friction_undecided_share`` (direct solves whose normal active set never settled within the primal–dual
 rounds: no friction row started sliding in them), ``com_drop_m``, ``median_iterations`` / ``cap_steps`` /
 ``residual_median_m`` (Newton iterations per step, steps that ended at ``iterations`` unconverged, the steps' last
-residual; with ``tolerance`` 0 every step runs ``iterations``), ``target_met``.
+residual; with ``tolerance`` 0 every step runs ``iterations``), ``xpbd_steps`` (the schur method's steps solved with
+XPBD's iteration, its Newton matrix indefinite), ``target_met``.
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
@@ -487,8 +488,9 @@ def run(
         "iterations": iterations,
         "tolerance_m": tolerance,
         "geometric_stiffness": geometric_stiffness,
-        # Newton iterations per step (Contacts.reports) and the steps that ended at the cap unconverged
-        **{key: stats[key] for key in ("median_iterations", "cap_steps", "residual_median_m")},
+        # Newton iterations per step (Contacts.reports), the steps that ended at the cap unconverged, and the schur
+        # method's steps solved with XPBD's iteration (its Newton matrix indefinite)
+        **{key: stats[key] for key in ("median_iterations", "cap_steps", "residual_median_m", "xpbd_steps")},
         "seconds": seconds,
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,

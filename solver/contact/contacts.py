@@ -68,7 +68,10 @@ class ContactReport:
     round changed no row's state); ``max_penetration`` [m]: deepest ``−C`` at the end of the step;
     ``sticking``/``sliding``: pushing contacts with friction whose tangential impulse is inside the Coulomb
     cone / on it; ``converged``: the step met the Simulator's tolerance (or stopped before the cap) with every
-    active set settled. A step that did not converge is also logged (logger ``solver.contact``, warning)."""
+    active set settled; ``xpbd``: the schur method found its Newton matrix indefinite in the step (a stack unstable
+    within it) or had not converged in half the iterations, and solved the step with XPBD's iteration instead
+    (``ContactResponse._restart_as_xpbd``). A step
+    that did not converge is also logged (logger ``solver.contact``, warning)."""
 
     rows: int
     active: int
@@ -82,6 +85,7 @@ class ContactReport:
     sticking: int
     sliding: int
     converged: bool
+    xpbd: bool = False
 
 
 class Contacts(ContactCandidates, PostStabilisation):
@@ -127,8 +131,11 @@ class Contacts(ContactCandidates, PostStabilisation):
     to rounding) and Coulomb's bound λ̄_n = y_n by Newton's method on it (``ContactResponse._project_schur``), rows
     as the semismooth method's.
     ``geometric_stiffness`` (``"schur"`` only, default True): its Newton step solves the implicit step's momentum
-    balance with the joints' geometric stiffness lumped into H's mass block (``ContactResponse._project_schur``);
-    False: Deul's joint step (Eq. 22), whose taut rope overshoots at the links where it leaves a collider.
+    balance with the joints' geometric stiffness lumped into H's mass block and the rod–rod rows' lateral curvature
+    by the Woodbury identity (``ContactResponse._project_schur``, ``_lateral_woodbury``); a step whose Newton
+    matrix is indefinite (a stack unstable within the step) or that has not converged in half the Simulator's
+    ``max_iterations`` is solved with Deul's step instead and reported (``ContactReport.xpbd``); False: Deul's
+    joint step (Eq. 22) always, whose taut rope overshoots at the links where it leaves a collider.
     Measured (benchmarks/contact_closed_forms.py, Δt = 1/200 s): it meets the capstan's 12 hold and slide targets
     (creep ≤ 52 µm in 0.5 s; slides within 1.5 % of the capstan equation), where the other methods cycle, with none
     of 1609 steps at the cap over all the benchmark's runs (median 2 iterations, at most 5); the friction of a
@@ -246,6 +253,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         self.friction_rounds = int(friction_rounds)
         self.geometric_stiffness = bool(geometric_stiffness)
         self._last_joint_lam = np.zeros((0, 6))
+        self._xpbd_step = False
         self.self_contacts = self_contacts
         self.direct_compliance = float(direct_compliance)
         self.collider_compliance = float(collider_compliance)
@@ -403,6 +411,7 @@ class Contacts(ContactCandidates, PostStabilisation):
                 self._warm_normal[i] = warm.get(key, 0.0)
         self._sliding = np.zeros((sa.size, 2), np.int8)
         self._first_solve = True
+        self._xpbd_step = False
         self._step_iterations, self._step_residual, self._step_solves = 0, 0.0, len(self.solve_log)
         self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
         self._batches = [self._batch(idx, x_ref, q_ref, anchor_b) for idx in self._colour(sa, sb)]
@@ -617,6 +626,7 @@ class Contacts(ContactCandidates, PostStabilisation):
             sticking=int(np.count_nonzero(pushing & ~on_cone)),
             sliding=int(np.count_nonzero(pushing & on_cone)),
             converged=settled and (not hit_cap or residual <= sim.tolerance),
+            xpbd=self._xpbd_step,
         )
         self.last_report = report
         if self.keep_reports:

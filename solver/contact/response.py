@@ -13,6 +13,10 @@ from .contact_kkt import FrictionRows, JointRows, solve_joints_and_contacts
 from .disk_qp import radius_sensitivity, solve_disk_qp
 from .rows import ContactRows, _rows_times
 
+# The largest eigenvalue σ of K^½ W H⁻¹ Wᵀ K^½ (``ContactResponse._lateral_woodbury``) from which the schur method's
+# Newton matrix with the contact rows' lateral curvature counts as indefinite (σ ≥ 1) or within 10 % of it
+UNSTABLE_FROM = 0.9
+
 
 def incremental_potential(inertia, joint_c, joint_alpha, c_rows, alpha_rows, k, bound_t) -> float:
     """Φ(z) [kg·m²], the implicit step's incremental potential whose stationary points are the step's solutions with
@@ -453,8 +457,13 @@ class ContactResponse(ContactRows):
         where the capstan's rope leaves the cylinder) and overshoots; with g but without K̃ every step hit the cap.
         K̃ is built from the joints' impulses of the iterate, at a step's first iteration (λ = 0) from the last
         step's. The residual then also holds the momentum balance: |(M + K̃)⁻¹ g| in metres (rotations times half
-        the segment's length plus its radius). ``geometric_stiffness=False``: Deul's step (docs/notes/contacts.md
-        compares them).
+        the segment's length plus its radius). The rod–rod rows' own curvature joins the matrix: their normals turn
+        with the points' lateral offset, a negative stiffness −λ_n/d across the wire that K̃ lacks, added by the
+        Woodbury identity (:meth:`_lateral_woodbury`). Where it makes the matrix indefinite (σ ≥ ``UNSTABLE_FROM``:
+        a stack unstable within the step, whose implicit step is a saddle of Φ that this Newton method cannot reach),
+        and where half the Simulator's ``max_iterations`` pass without convergence, the step restarts as Deul's step
+        (:meth:`_restart_as_xpbd`, reported as ``ContactReport.xpbd``).
+        ``geometric_stiffness=False``: Deul's step always (docs/notes/contacts.md compares them).
 
         Rows: as the semismooth method's (one per joint point against a collider). The geometry (points, normals,
         plain collider gaps by their signed distance) is evaluated again at each iteration. Returns the residual of
@@ -470,7 +479,13 @@ class ContactResponse(ContactRows):
         # the whole linearised system
         first = self._first_solve
         f = sim.free_index
-        if first and self.geometric_stiffness and self._fast[f].any():
+        newton = self.geometric_stiffness and not self._xpbd_step
+        if newton and self._step_iterations > sim.max_iterations // 2:
+            # half the step's iterations spent without converging: the matrix misses some curvature of the step that
+            # the lateral test below does not see (on the Slinky, 8 steps in a row passed that test and ended at the
+            # 15-iteration cap with residuals up to 0.2 m), and XPBD's iteration takes the other half
+            return self._restart_as_xpbd(sim)
+        if first and newton and self._fast[f].any():
             # a step that moves a segment by more than its radius starts its Newton iteration from the step's start
             # pose, outside every collider, where its rows were found, not from the free-flight prediction: with g
             # on the right-hand side the fixed point is the implicit step from either iterate, but a prediction
@@ -483,9 +498,9 @@ class ContactResponse(ContactRows):
             sim.orientations[f] = sim._saved[1][f]
         start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         joint_rhs = sim.constraint_residual().copy()
-        momentum = self._momentum_residual(sim) if self.geometric_stiffness else None
+        momentum = self._momentum_residual(sim) if newton else None
         masses = sim._mass_diag_free
-        if self.geometric_stiffness:
+        if newton:
             lam_k = self._last_joint_lam if first and self._last_joint_lam.shape == sim.lam.shape else sim.lam
             stiffness = self._lumped_geometric_stiffness(sim, lam_k)
             sim._mass_diag_free = masses + stiffness
@@ -534,6 +549,16 @@ class ContactResponse(ContactRows):
                 )
             )
         dz_joint, dl_joint = kkt.solve(None if momentum is None else -momentum, joint_rhs)
+        lateral = None
+        if newton:
+            # the rod–rod rows' lateral curvature from the iterate's normal impulses (at a step's first iteration,
+            # λ = 0, the last step's, as K̃ above), tested before the rows' own tree solves
+            lam_w = self._warm_normal if first else lam_n
+            lateral = self._lateral_woodbury(
+                sim, kkt, b, (rot_a, rot_b, za, zb, pa, pb, n), lam_w, (sa_r, sb_r, ga_r, gb_r), dz_joint
+            )
+            if lateral == "unstable":
+                return self._restart_as_xpbd(sim)
         # H⁻¹ Gᵀ e_r: the pose's and the joints' response to a unit impulse on each row
         resp_x = np.zeros((nr, n_free, 6))
         resp_l = np.zeros((nr,) + sim.lam.shape)
@@ -549,12 +574,15 @@ class ContactResponse(ContactRows):
         for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
             ok = segs >= 0
             w[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
-        s = 0.5 * (w + w.T) + np.diag(alpha_r)
         # the rows' linearised values after the joint-only step: C̃ + G Δz_J
         moved = rhs_r.copy()
         for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
             ok = segs >= 0
             moved[ok] += np.einsum("ij,ij->i", grads[ok], dz_joint[segs[ok]])
+        if lateral is not None:
+            w -= lateral["s_gw"] @ lateral["coupling"]
+            moved -= lateral["s_gw"] @ lateral["joint"]
+        s = 0.5 * (w + w.T) + np.diag(alpha_r)
         q = moved - s @ lam_r
         diag = np.diag(s)
         mu = self.mu[fric]
@@ -631,6 +659,11 @@ class ContactResponse(ContactRows):
         d = y - lam_r
         dx = dz_joint + np.tensordot(d, resp_x, axes=1)
         dl = dl_joint + np.tensordot(d, resp_l, axes=1)
+        if lateral is not None:
+            # the curvature rows' multipliers ν = −A⁻¹ (W Δz_J + W H⁻¹ Gᵀ (y − λ)) move the pose by H⁻¹ Wᵀ ν
+            nu = -(lateral["joint"] + lateral["coupling"] @ d)
+            dx += np.tensordot(nu, lateral["resp_x"], axes=1)
+            dl += np.tensordot(nu, lateral["resp_l"], axes=1)
         undo = (
             sim.positions.copy(),
             sim.orientations.copy(),
@@ -661,6 +694,79 @@ class ContactResponse(ContactRows):
             # the first iterate is the prediction or the step's start, no Newton iterate: at least one more iteration
             return max(residual, 2.0 * float(getattr(sim, "tolerance", 0.0)) + 1e-12)
         return residual
+
+    def _lateral_woodbury(self, sim, kkt, b, geometry, lam_n, contact_rows, dz_joint):
+        """The rod–rod rows' lateral curvature (:meth:`ContactRows._lateral_curvature`: unit rows W along the
+        directions e, weights κ = λ_n/(n·d)) in the schur method's Newton matrix: H + Wᵀ D W with D = −diag(κ), the
+        exact Jacobian of the rows' forces λ_n n (their normals turn with the points), through the joints' tree
+        factorisation of H by the Woodbury identity, (H + WᵀDW)⁻¹ = H⁻¹ − H⁻¹Wᵀ A⁻¹ W H⁻¹ with
+        A = W H⁻¹ Wᵀ + D⁻¹ = K^-½ (K^½ W H⁻¹ Wᵀ K^½ − I) K^-½ (K = diag(κ); one tree solve per direction).
+
+        H is positive definite (the masses, K̃ ≥ 0, the joints' compliances), so H + WᵀDW is positive definite
+        exactly where every eigenvalue σ of K^½ W H⁻¹ Wᵀ K^½ is below 1 (Haynsworth's inertia additivity): the
+        curvature then stays below the step's inertia and joints along every direction, the incremental potential
+        Φ has a local minimiser near the iterate and the contact QP's matrix S − (W H⁻¹ Gᵀ)ᵀ A⁻¹ W H⁻¹ Gᵀ is
+        positive definite. At σ ≥ 1 the stack is unstable within the step (two wires stacked under load: σ grows
+        with λ_n/(n·d), as Δt² for a given force): Φ is not convex there and the implicit step is a saddle, which
+        the Newton method descending Φ cannot converge to (a Slinky's stacked coils cycled at the iteration cap; a
+        rod across a rod at Δt = 40 ms was thrown off in one step). Returns ``"unstable"`` where the largest σ
+        reaches ``UNSTABLE_FROM``, None without curvature rows, else A⁻¹ W H⁻¹ Gᵀ (``coupling``), A⁻¹ W Δz_J
+        (``joint``), G H⁻¹ Wᵀ (``s_gw``) and the directions' responses H⁻¹ Wᵀ (``resp_x``, ``resp_l``)."""
+        wa, wb, wga, wgb, kappa = self._lateral_curvature(sim, b, *geometry, lam_n)
+        if kappa.size == 0:
+            return None
+        n_free = sim.free_index.size
+        resp_x = np.zeros((kappa.size, n_free, 6))
+        resp_l = np.zeros((kappa.size,) + sim.lam.shape)
+        zero_joint = np.zeros_like(sim.lam)
+        for r in range(kappa.size):
+            force = np.zeros((n_free, 6))
+            if wa[r] >= 0:
+                force[wa[r]] += wga[r]
+            if wb[r] >= 0:
+                force[wb[r]] += wgb[r]
+            resp_x[r], resp_l[r] = kkt.solve(force, zero_joint)
+        sa_r, sb_r, ga_r, gb_r = contact_rows
+        s_gw = np.zeros((sa_r.size, kappa.size))
+        for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
+            ok = segs >= 0
+            s_gw[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
+        s_ww = np.zeros((kappa.size, kappa.size))
+        w_dz = np.zeros(kappa.size)
+        for segs, grads in ((wa, wga), (wb, wgb)):
+            ok = segs >= 0
+            s_ww[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
+            w_dz[ok] += np.einsum("ij,ij->i", grads[ok], dz_joint[segs[ok]])
+        root = np.sqrt(kappa)
+        sigma, vec = np.linalg.eigh(root[:, None] * (0.5 * (s_ww + s_ww.T)) * root[None, :])
+        if sigma[-1] >= UNSTABLE_FROM:
+            return "unstable"
+        kv = root[:, None] * vec
+        a_inv = (kv / (sigma - 1.0)[None, :]) @ kv.T  # A⁻¹ = K^½ V diag(1/(σ − 1)) Vᵀ K^½
+        return dict(coupling=a_inv @ s_gw.T, joint=a_inv @ w_dz, s_gw=s_gw, resp_x=resp_x, resp_l=resp_l)
+
+    def _restart_as_xpbd(self, sim) -> float:
+        """Solve the rest of this step with XPBD's iteration (Deul Eq. 22: no momentum residual, no geometric
+        stiffness), from the prediction with every impulse 0, where the schur method's Newton matrix is indefinite
+        (:meth:`_lateral_woodbury`) or its iterations took half the step's budget without converging. Its fixed
+        point meets the joints and the contact conditions exactly and the momentum balance to first order in the
+        step: each iteration moves the pose along the rows' normals at its iterate, so a stack's lateral force is
+        that of the normals it passes through, not the end pose's. A rod
+        resting on a rod at Δt = 40 ms (Δt² g/d = 1.57, where backward Euler has no solution near the iterate): its
+        prediction falls through the lower rod's axis, the rows keep the normal of the step's start, and it rolls
+        off by y_{n+1} = 2 y_n − y_{n−1} + Δt² (g/d) y_n (tests/test_contact_curvature.py). Returns that method's
+        first residual; the step is reported (``ContactReport.xpbd``)."""
+        self._xpbd_step = True
+        f = sim.free_index
+        sim.positions[f] = self._predicted[0][f]
+        sim.orientations[f] = self._predicted[1][f]
+        sim.lam[...] = 0.0
+        self.normal_impulse = np.zeros_like(self.normal_impulse)
+        self.tangent_impulse = np.zeros_like(self.tangent_impulse)
+        self._sliding = np.zeros_like(self._sliding)
+        self._first_solve = True
+        self._schur_last = None
+        return self._project_schur(sim)
 
     def _backtrack(self, sim, merit: float, potential) -> bool:
         """The schur method's line search, one trial per Newton iteration: an iterate is kept when it lowers either

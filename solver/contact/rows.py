@@ -309,3 +309,35 @@ class ContactRows(ContactState):
         ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
         gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
         return fa, fb, ga, gb
+
+    def _lateral_curvature(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, lam):
+        """The rod–rod rows' curvature: a row's normal turns with its points' lateral offset, so its force λ n has a
+        second derivative λ ∂²C/∂p² on the points' relative motion d = p_a − p_b. A row measures the gap to the other
+        wire, whose curvature along itself is the wire's, not that of the sphere about a joint point: C = |d − (d·t)
+        t| − r_a − r_b against the line along b's tangent t (b's axis, or at its joint point the mean of its two
+        segments' axes), with ∂²C/∂d² = (I − n nᵀ − t tᵀ)/(n·d), the one direction e = n × t. (The sphere's own
+        curvature (I − n nᵀ)/|d| along the wire holds only within the joint's normal cone, ``_vertex_cone``, a
+        sliver for a point resting on a nearly straight chain: coils stacked on coils switched in and out of it
+        between iterations.) Two crossing axes (``slide_both``) have none in the translations. In the momentum
+        balance it is a negative stiffness −λ/(n·d) along e: two stacked wires are a ball on a ball.
+
+        Returns the free indices (−1: pinned) and generalised gradients (m, 6) of the unit rows e·(δp_a − δp_b),
+        ∂/∂(x, δφ_body) as :meth:`_free_gradients`, and their weights κ = λ/(n·d) [N·s²/m = kg], for the rows with
+        λ > 0."""
+        rod = ~b["env"] & ~b["slide_both"]  # (edge rows are collider rows)
+        along = np.einsum("ij,ij->i", pa - pb, n)  # the distance between the axes along the normal [m]
+        rows = np.flatnonzero(rod & (lam > 0.0) & (along > 0.0))
+        tangent = rot_b[rows, :, 2].copy()
+        end = np.abs(np.abs(zb[rows]) - b["half_b"][rows]) <= 1e-9 * b["half_b"][rows]
+        if end.any():
+            t_in, t_out, has = self._joint_axes(sim.orientations, b["sb"][rows[end]], zb[rows[end]])
+            mean = t_in + has[:, None] * t_out
+            tangent[end] = mean / np.linalg.norm(mean, axis=1)[:, None]  # the chain's direction through the joint
+        e = np.cross(n[rows], tangent)
+        length = np.linalg.norm(e, axis=1)
+        ok = length > 1e-6  # a normal along the wire (an end cap): no direction across both
+        rows, e = rows[ok], e[ok] / length[ok, None]
+        sub = {key: b[key][rows] for key in ("sa", "sb", "env")}
+        ea_body, eb_body = np.einsum("kji,kj->ki", rot_a[rows], e), np.einsum("kji,kj->ki", rot_b[rows], e)
+        fa, fb, ga, gb = self._free_gradients(sim, sub, e, za[rows], zb[rows], ea_body, eb_body)
+        return fa, fb, ga, gb, lam[rows] / along[rows]

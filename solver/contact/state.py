@@ -67,6 +67,7 @@ class ContactState:
     _alpha_tilde: float
     _all: dict[str, Any]
     _first_solve: bool
+    _xpbd_step: bool
     _t1: float
     _succ_all: np.ndarray | None
     _ss_states: tuple[np.ndarray, np.ndarray] | None
