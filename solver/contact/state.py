@@ -67,7 +67,8 @@ class ContactState:
     _alpha_tilde: float
     _all: dict[str, Any]
     _first_solve: bool
-    _xpbd_step: bool
+    _xpbd_step: bool  # the schur method solves this step with XPBD's iteration (ContactResponse._restart_as_xpbd)
+    _step_iterations: int  # Simulator iterations (project calls) in this step
     _t1: float
     _succ_all: np.ndarray | None
     _ss_states: tuple[np.ndarray, np.ndarray] | None
