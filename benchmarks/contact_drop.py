@@ -17,7 +17,7 @@ Targets: no pass-through, penetration ≤ 0.05 r.
 
 ``--method schur`` runs every scene with ``Contacts(direct_method="schur")``, the rods with segment-pair rows
 (``self_contacts="pairs"``) and with μ = 0.3 at both Δt, without a Newton step limit. Measured: no pass-through;
-the rope drops 0.046 r (cylinder, both Δt), 0.015 r and 0.024 r (edge), 1 of their 156 steps at the cap; the rods
+the rope drops 0.046 r (cylinder, both Δt), 0.021 r and 0.024 r (edge), 1 of their 156 steps at the cap; the rods
 5e-5 r at most, no step at the cap, frictionless or with μ 0.3 (median 3–4 iterations, at most 10;
 docs/notes/contacts.md).
 

@@ -54,14 +54,12 @@ XPBD's iteration, its Newton matrix indefinite), ``target_met``.
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
-``--method schur`` (``Contacts(direct_method="schur")``, no solve damping), measured over the 10 s: with its
-default Newton step (geometric stiffness and the momentum residual, ``Contacts(geometric_stiffness=True)``) 3
-iterations do not converge a step (residual median 6e-3 m) and the Slinky stays draped over the top step's edge from
-0.6 s on: ``stairs_descended`` 1 (its trailing end crosses the edge's x while it hangs there), 0.040 r, 1.5 s per step.
-``--no-geometric-stiffness --iterations 15 --tolerance 1e-5`` (Deul's Eq. 22 step in the schur method, iterated to
-1e-5 m): target met, 4 stairs (at rest on the last step from 3 s), 0.039 r (0.61 r before post-stabilisation), 3
-end flips, no divergence, energy gain 11 mJ (at 0.26 s, while the hand turns the coil), median 3 iterations, 34 of
-1000 steps at the cap (landings, and the hand letting go at 0.6 s), 1.8 s per step.
+``--method schur --iterations 15 --tolerance 1e-5`` (``Contacts(direct_method="schur")`` with its defaults, no
+solve damping; each step is Newton's method on the implicit step, or Deul's XPBD step where its matrix with the
+coils' lateral curvature is indefinite or half the iterations pass), measured over the 10 s: target met, 3 stairs,
+0.038 r (1.22 r before post-stabilisation), 3 end flips, no divergence, energy gain 10 mJ, median 3 iterations, 31
+of 1000 steps at the cap (all in the first 2.11 s), 246 XPBD steps, 1.0 s per step. Deul's step in every step
+(``--no-geometric-stiffness``, same settings): 4 stairs, 0.039 r, 34 of 1000 steps at the cap, 1.8 s per step.
 
 ``--iterations 6`` (Newton iterations per step; Deul's Fig. 1 and the default: 3): each solve's damping bounds its
 Newton step, so with 3 iterations at 2 r a step corrects by 9 mm at most. Measured with 6: 2 r / 5 r / 10 r go down
