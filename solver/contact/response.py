@@ -534,7 +534,7 @@ class ContactResponse(ContactRows):
         sa_r, sb_r = np.concatenate(seg_a), np.concatenate(seg_b)
         ga_r, gb_r = np.concatenate(grad_a), np.concatenate(grad_b)
         rhs_r, alpha_r, lam_r = np.concatenate(rhs), np.concatenate(alpha), np.concatenate(lam)
-        nr, n_free = rhs_r.size, sim.free_index.size
+        nr = rhs_r.size
         momentum_residual = 0.0
         if momentum is not None:
             for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
@@ -560,16 +560,7 @@ class ContactResponse(ContactRows):
             if lateral == "unstable":
                 return self._restart_as_xpbd(sim)
         # H⁻¹ Gᵀ e_r: the pose's and the joints' response to a unit impulse on each row
-        resp_x = np.zeros((nr, n_free, 6))
-        resp_l = np.zeros((nr,) + sim.lam.shape)
-        zero_joint = np.zeros_like(sim.lam)
-        for r in range(nr):
-            f = np.zeros((n_free, 6))
-            if sa_r[r] >= 0:
-                f[sa_r[r]] += ga_r[r]
-            if sb_r[r] >= 0:
-                f[sb_r[r]] += gb_r[r]
-            resp_x[r], resp_l[r] = kkt.solve(f, zero_joint)
+        resp_x, resp_l = self._unit_responses(sim, kkt, sa_r, sb_r, ga_r, gb_r)
         w = np.zeros((nr, nr))
         for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
             ok = segs >= 0
@@ -715,17 +706,7 @@ class ContactResponse(ContactRows):
         wa, wb, wga, wgb, kappa = self._lateral_curvature(sim, b, *geometry, lam_n)
         if kappa.size == 0:
             return None
-        n_free = sim.free_index.size
-        resp_x = np.zeros((kappa.size, n_free, 6))
-        resp_l = np.zeros((kappa.size,) + sim.lam.shape)
-        zero_joint = np.zeros_like(sim.lam)
-        for r in range(kappa.size):
-            force = np.zeros((n_free, 6))
-            if wa[r] >= 0:
-                force[wa[r]] += wga[r]
-            if wb[r] >= 0:
-                force[wb[r]] += wgb[r]
-            resp_x[r], resp_l[r] = kkt.solve(force, zero_joint)
+        resp_x, resp_l = self._unit_responses(sim, kkt, wa, wb, wga, wgb)
         sa_r, sb_r, ga_r, gb_r = contact_rows
         s_gw = np.zeros((sa_r.size, kappa.size))
         for segs, grads in ((sa_r, ga_r), (sb_r, gb_r)):
@@ -744,6 +725,24 @@ class ContactResponse(ContactRows):
         kv = root[:, None] * vec
         a_inv = (kv / (sigma - 1.0)[None, :]) @ kv.T  # A⁻¹ = K^½ V diag(1/(σ − 1)) Vᵀ K^½
         return dict(coupling=a_inv @ s_gw.T, joint=a_inv @ w_dz, s_gw=s_gw, resp_x=resp_x, resp_l=resp_l)
+
+    @staticmethod
+    def _unit_responses(sim, kkt, fa, fb, ga, gb):
+        """H⁻¹ Jᵀ e_r for rows r with free indices ``fa``/``fb`` (−1: none) and gradients ``ga``/``gb`` (k, 6): the
+        pose's (k, n_free, 6) and the joints' (k, n_joints, 6) response to a unit impulse on each row, one tree
+        solve of the factorised ``kkt`` per row (as ``loop_closing`` applies loop joints through the tree)."""
+        n_free = sim.free_index.size
+        resp_x = np.zeros((fa.size, n_free, 6))
+        resp_l = np.zeros((fa.size,) + sim.lam.shape)
+        zero_joint = np.zeros_like(sim.lam)
+        for r in range(fa.size):
+            force = np.zeros((n_free, 6))
+            if fa[r] >= 0:
+                force[fa[r]] += ga[r]
+            if fb[r] >= 0:
+                force[fb[r]] += gb[r]
+            resp_x[r], resp_l[r] = kkt.solve(force, zero_joint)
+        return resp_x, resp_l
 
     def _restart_as_xpbd(self, sim) -> float:
         """Solve the rest of this step with XPBD's iteration (Deul Eq. 22: no momentum residual, no geometric
