@@ -713,11 +713,10 @@ class ContactResponse(ContactRows):
             ok = segs >= 0
             s_gw[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
         s_ww = np.zeros((kappa.size, kappa.size))
-        w_dz = np.zeros(kappa.size)
         for segs, grads in ((wa, wga), (wb, wgb)):
             ok = segs >= 0
             s_ww[ok] += np.einsum("jik,ik->ij", resp_x[:, segs[ok]], grads[ok])
-            w_dz[ok] += np.einsum("ij,ij->i", grads[ok], dz_joint[segs[ok]])
+        w_dz = _rows_times(wa, wb, wga, wgb, dz_joint)
         root = np.sqrt(kappa)
         sigma, vec = np.linalg.eigh(root[:, None] * (0.5 * (s_ww + s_ww.T)) * root[None, :])
         if sigma[-1] >= UNSTABLE_FROM:
@@ -750,11 +749,11 @@ class ContactResponse(ContactRows):
         (:meth:`_lateral_woodbury`) or its iterations took half the step's budget without converging. Its fixed
         point meets the joints and the contact conditions exactly and the momentum balance to first order in the
         step: each iteration moves the pose along the rows' normals at its iterate, so a stack's lateral force is
-        that of the normals it passes through, not the end pose's. A rod
-        resting on a rod at Δt = 40 ms (Δt² g/d = 1.57, where backward Euler has no solution near the iterate): its
-        prediction falls through the lower rod's axis, the rows keep the normal of the step's start, and it rolls
-        off by y_{n+1} = 2 y_n − y_{n−1} + Δt² (g/d) y_n (tests/test_contact_curvature.py). Returns that method's
-        first residual; the step is reported (``ContactReport.xpbd``)."""
+        that of the normals it passes through, not the end pose's. A rod resting on a rod at Δt = 40 ms
+        (Δt² g/d = 1.57, where backward Euler has no solution near the iterate): its prediction falls through the
+        lower rod's axis, the rows keep the normal of the step's start, and it rolls off by
+        y_{n+1} = 2 y_n − y_{n−1} + Δt² (g/d) y_n (tests/test_contact_curvature.py). Returns that method's first
+        residual; the step is reported (``ContactReport.xpbd``)."""
         self._xpbd_step = True
         f = sim.free_index
         sim.positions[f] = self._predicted[0][f]
