@@ -72,7 +72,7 @@ def contact_stats(contacts: Contacts, radius: float) -> dict:
     """Per-step statistics of ``contacts.reports``: steps, steps at the iteration cap, unconverged steps, median and
     largest Newton iterations, the median of the steps' last residuals [m], the deepest penetration the rows saw
     over ``radius``, the most sticking and sliding rows in a step, the steps the schur method solved with XPBD's
-    iteration (its Newton matrix indefinite: ``ContactReport.xpbd``)."""
+    iteration (its Newton matrix indefinite, or half the iterations unconverged: ``ContactReport.xpbd``)."""
     reps = contacts.reports
     its = np.array([r.iterations for r in reps])
     return dict(
