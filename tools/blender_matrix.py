@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Blenders that Stiff Rods is tested on, and the Python environments that run them (plain Python, no bpy).
+
+    python3 tools/blender_matrix.py list            # one line per Blender: version, Python, numpy, zip, status
+    python3 tools/blender_matrix.py setup [VERSION]  # make the venvs of the bpy-module Blenders (all, or one)
+
+Debian's Blender 3.4 is the application (``blender -b``, the legacy zip, apt's numpy/scipy/numba). Every newer one
+is Blender's ``bpy`` module from PyPI in a venv of its own under ``.venvs/``, except 5.0.1, which is the
+development venv ``.venv`` (requirements-dev.txt). The ``bpy`` module takes the venv's numpy, so each venv pins
+the numpy of that Blender: 1.26.4 for 4.2-5.0 (the 1.26.x Blender bundles up to 5.0), 2.5.5 for 5.2 and 5.3 (what
+their ``bpy`` wheels resolve to, ``numpy>=2.2,<3``: the numpy 2.x of Blender 5.1+).
+
+The extension zip a Blender takes is named by the Blender range it is built for (tools/build_extension.py):
+``stiff_rods-<version>-blender4.2-5.0-<platform>.zip`` (Python 3.11 wheels) and
+``stiff_rods-<version>-blender5.1+-<platform>.zip`` (Python 3.13 wheels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENVS = ROOT / ".venvs"
+
+
+@dataclass(frozen=True)
+class Blender:
+    """One Blender of the test matrix."""
+
+    version: str  # Blender's version, e.g. "5.2.3"
+    python: str  # the Python it runs, "3.11" or "3.13"
+    numpy: str  # the numpy its venv pins ("system": Debian's python3-numpy)
+    zip_range: str  # which zip it takes: "legacy", "4.2-5.0" or "5.1+"
+    venv: Path | None  # the venv with its bpy module; None for Debian's Blender (an application)
+    lts: bool = False
+
+    @property
+    def series(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    @property
+    def is_module(self) -> bool:
+        return self.venv is not None
+
+    @property
+    def python_exe(self) -> Path | None:
+        return None if self.venv is None else self.venv / "bin" / "python"
+
+    def available(self) -> str | None:
+        """None when this Blender can run here, else why not."""
+        if self.venv is None:
+            return None if shutil.which("blender") else "Debian's blender is not installed (apt-get install blender)"
+        exe = self.python_exe
+        if exe is None or not exe.exists():
+            return f"{self.venv} does not exist (python3 tools/blender_matrix.py setup {self.version})"
+        site = self.venv / "lib" / f"python{self.python}" / "site-packages"
+        for name, version in (("bpy", self.version), ("numpy", self.numpy)):
+            if not (site / f"{name}-{version}.dist-info").is_dir():
+                return f"{self.venv} has no {name} {version} (python3 tools/blender_matrix.py setup {self.version})"
+        return None
+
+    def zip_name(self, package_version: str, platform: str = "linux-x64") -> str:
+        if self.zip_range == "legacy":
+            return f"stiff_rods-{package_version}-legacy.zip"
+        return f"stiff_rods-{package_version}-blender{self.zip_range}-{platform.replace('-', '_')}.zip"
+
+
+MATRIX = (
+    Blender("3.4", "3.11", "system", "legacy", None),
+    Blender("4.2.23", "3.11", "1.26.4", "4.2-5.0", VENVS / "blender-4.2", lts=True),
+    Blender("5.0.1", "3.11", "1.26.4", "4.2-5.0", ROOT / ".venv"),
+    Blender("5.2.3", "3.13", "2.5.5", "5.1+", VENVS / "blender-5.2", lts=True),
+    Blender("5.3.0", "3.13", "2.5.5", "5.1+", VENVS / "blender-5.3"),
+)
+NEWEST = MATRIX[-1]
+NEWEST_LTS = [b for b in MATRIX if b.lts][-1]
+# The venv whose Blender runs the full test suite (README's test command): the development venv.
+FULL_SUITE = MATRIX[2]
+
+
+def by_version(version: str) -> Blender:
+    for blender in MATRIX:
+        if blender.version == version or blender.series == version:
+            return blender
+    raise KeyError(f"no Blender {version} in the matrix: {', '.join(b.version for b in MATRIX)}")
+
+
+def find_python(series: str) -> str | None:
+    """An interpreter of Python ``series`` (e.g. "3.13"): ``python3.13`` on PATH, then pyenv's."""
+    found = shutil.which(f"python{series}")
+    if found:
+        return found
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = sorted(glob.glob(str(pyenv_root / "versions" / f"{series}.*" / "bin" / f"python{series}")))
+    return candidates[-1] if candidates else None
+
+
+def setup(blender: Blender) -> None:
+    """Make ``blender``'s venv with its bpy module and numpy pinned (the development venv is left to
+    requirements-dev.txt)."""
+    if blender.venv is None or blender.venv == ROOT / ".venv":
+        return
+    if blender.available() is None:
+        print(f"blender_matrix: Blender {blender.version}: {blender.venv} is ready", flush=True)
+        return
+    python = find_python(blender.python)
+    if python is None:
+        raise SystemExit(
+            f"blender_matrix: Blender {blender.version} runs Python {blender.python}, which is not installed "
+            f"(Debian 13 / Ubuntu 24.10+: apt-get install python{blender.python}-venv; or pyenv install {blender.python})"
+        )
+    if not (blender.venv / "bin" / "python").exists():
+        subprocess.run([python, "-m", "venv", str(blender.venv)], check=True)
+    pip = [str(blender.venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, f"bpy=={blender.version}", f"numpy=={blender.numpy}"], check=True)
+    print(f"blender_matrix: Blender {blender.version} (bpy module, numpy {blender.numpy}) in {blender.venv}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the matrix and which Blenders can run here")
+    one = sub.add_parser("setup", help="make the bpy-module venvs")
+    one.add_argument("version", nargs="*", help="only these Blenders (e.g. 5.2 or 5.2.3); default: all")
+    args = ap.parse_args(argv)
+    if args.command == "list":
+        for b in MATRIX:
+            status = b.available() or "ready"
+            kind = f"bpy module in {b.venv.relative_to(ROOT)}" if b.venv else "Debian's blender"
+            print(f"{b.version:7} Python {b.python}  numpy {b.numpy:7} zip {b.zip_range:8} {kind}: {status}")
+        return 0
+    chosen = [by_version(v) for v in args.version] if args.version else list(MATRIX)
+    for blender in chosen:
+        setup(blender)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
