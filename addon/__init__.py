@@ -7,17 +7,19 @@ model (``reader``, ``session``), the settings (``properties``), the N-panel (``p
 operators Convert / Simulate / Bake / Free Bake (``operators``) and keyframe writing (``keyframes``).
 """
 
+import logging
 import os
 
 import bpy
 
 from .. import solver
-from . import operators, panel, properties
+from . import compat, operators, panel, properties
 
 classes = properties.classes + operators.classes + panel.classes
 
 
 KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"
+_NULL_HANDLER = logging.NullHandler()
 
 
 def kernel_cache_folder() -> str:
@@ -38,6 +40,12 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    # The operators report the solver's status (a WARNING without numba) through Blender; the solver's own log
+    # records stay with a handler the user configured, instead of Python's last-resort print of a second copy.
+    logging.getLogger(solver.COMPILED_LOGGER).addHandler(_NULL_HANDLER)
+    note = compat.untested_version_note(bpy.app.version)
+    if note:
+        print(note, flush=True)
     try:
         solver.set_compiled_cache(kernel_cache_folder())
     except OSError:  # a read-only profile: numba's own cache folder is used instead
@@ -45,6 +53,7 @@ def register():
 
 
 def unregister():
+    logging.getLogger(solver.COMPILED_LOGGER).removeHandler(_NULL_HANDLER)
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

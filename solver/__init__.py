@@ -43,6 +43,7 @@ from .contact import Contacts as Contacts
 from .contact import Mesh as Mesh
 from .contact import Plane as Plane
 from .contact import Sphere as Sphere
+from .core import COMPILED_LOGGER as COMPILED_LOGGER
 from .core import DEFAULT_SHEAR_COEFFICIENT as DEFAULT_SHEAR_COEFFICIENT
 from .core import DEFAULT_STRETCH_COMPLIANCE as DEFAULT_STRETCH_COMPLIANCE
 from .core import JOINT_KINDS as JOINT_KINDS

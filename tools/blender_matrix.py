@@ -3,7 +3,7 @@
 """The Blenders that Stiff Rods is tested on, and the Python environments that run them (plain Python, no bpy).
 
     python3 tools/blender_matrix.py list            # one line per Blender: version, Python, numpy, zip, status
-    python3 tools/blender_matrix.py setup [VERSION]  # make the venvs of the bpy-module Blenders (all, or one)
+    python3 tools/blender_matrix.py setup [VERSION]  # make the venvs of the bpy-module Blenders (all, or those named)
 
 Debian's Blender 3.4 is the application (``blender -b``, the legacy zip, apt's numpy/scipy/numba). Every newer one
 is Blender's ``bpy`` module from PyPI in a venv of its own under ``.venvs/``, except 5.0.1, which is the
@@ -103,25 +103,32 @@ def find_python(series: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
-def setup(blender: Blender) -> None:
+def setup(blender: Blender, required: bool = True) -> bool:
     """Make ``blender``'s venv with its bpy module and numpy pinned (the development venv is left to
-    requirements-dev.txt)."""
+    requirements-dev.txt). Without its Python: an error if ``required``, else a line that says so, and False."""
     if blender.venv is None or blender.venv == ROOT / ".venv":
-        return
+        return True
     if blender.available() is None:
         print(f"blender_matrix: Blender {blender.version}: {blender.venv} is ready", flush=True)
-        return
+        return True
     python = find_python(blender.python)
     if python is None:
-        raise SystemExit(
-            f"blender_matrix: Blender {blender.version} runs Python {blender.python}, which is not installed "
-            f"(Debian 13 / Ubuntu 24.10+: apt-get install python{blender.python}-venv; or pyenv install {blender.python})"
+        message = (
+            f"Blender {blender.version} runs Python {blender.python}, which is not installed (Debian 13, "
+            f"Ubuntu 24.10+: apt-get install python{blender.python}-venv; elsewhere pyenv install {blender.python})"
         )
+        if required:
+            raise SystemExit("blender_matrix: " + message)
+        print(f"blender_matrix: SKIPPED {message}; its tests skip", flush=True)
+        return False
     if not (blender.venv / "bin" / "python").exists():
         subprocess.run([python, "-m", "venv", str(blender.venv)], check=True)
     pip = [str(blender.venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, f"bpy=={blender.version}", f"numpy=={blender.numpy}"], check=True)
-    print(f"blender_matrix: Blender {blender.version} (bpy module, numpy {blender.numpy}) in {blender.venv}", flush=True)
+    print(
+        f"blender_matrix: Blender {blender.version} (bpy module, numpy {blender.numpy}) in {blender.venv}", flush=True
+    )
+    return True
 
 
 def main(argv=None) -> int:
@@ -130,6 +137,9 @@ def main(argv=None) -> int:
     sub.add_parser("list", help="the matrix and which Blenders can run here")
     one = sub.add_parser("setup", help="make the bpy-module venvs")
     one.add_argument("version", nargs="*", help="only these Blenders (e.g. 5.2 or 5.2.3); default: all")
+    one.add_argument(
+        "--require-all", action="store_true", help="fail when a Blender's Python is missing (default: skip it)"
+    )
     args = ap.parse_args(argv)
     if args.command == "list":
         for b in MATRIX:
@@ -139,7 +149,7 @@ def main(argv=None) -> int:
         return 0
     chosen = [by_version(v) for v in args.version] if args.version else list(MATRIX)
     for blender in chosen:
-        setup(blender)
+        setup(blender, required=bool(args.version) or args.require_all)
     return 0
 
 

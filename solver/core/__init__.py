@@ -10,6 +10,7 @@ passes the rupture strain. ``compiled`` runs the direct solver's Newton iteratio
 works (``compiled_status``), with the numpy solvers as the reference and fallback.
 """
 
+from .compiled import LOGGER_NAME as COMPILED_LOGGER
 from .compiled import compiled_status
 from .compiled import known_status as known_compiled_status
 from .compiled import prepare as prepare_compiled
@@ -47,6 +48,7 @@ __all__ = [
     "LoopClosingConstraints",
     "Fracture",
     "RUPTURE_STRAIN",
+    "COMPILED_LOGGER",
     "compiled_status",
     "known_compiled_status",
     "prepare_compiled",

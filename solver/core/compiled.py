@@ -32,7 +32,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, depth_first_order
 
-log = logging.getLogger("solver.compiled")
+LOGGER_NAME = "solver.compiled"  # its status records (a WARNING when numba is unavailable)
+log = logging.getLogger(LOGGER_NAME)
 
 PREPARING = "preparing the solver…"
 _KERNEL_SOURCES = (Path(__file__).with_name("_kernels.py"), Path(__file__).parents[1] / "air" / "_drag_kernel.py")
