@@ -1,6 +1,7 @@
 """Running Blender from the tests: the add-on's zips built by tools/build_extension.py, Debian's Blender
 with an isolated user profile, and the JSON result line that a script in tests/blender_scripts/ prints."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -8,6 +9,34 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_module(path, name):
+    """The module of the file ``path`` (a tool, not a package), imported as ``name``."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bundled_wheels():
+    """tools/bundled_wheels.py: the Blender ranges of the extension zips and the Python each runs."""
+    return load_module(ROOT / "tools" / "bundled_wheels.py", "stiff_rods_bundled_wheels")
+
+
+def extension_zip(zips, python_version=None):
+    """The extension zip among ``zips`` (paths) that a Blender running Python ``python_version`` ("3.11"; default:
+    this interpreter's) takes: ``...-blender4.2-5.0-<platform>.zip`` for 3.11, ``...-blender5.1+-<platform>.zip``
+    for 3.13. None when ``zips`` has none (the extension was not built); an error when it has several."""
+    python_version = python_version or "{}.{}".format(*sys.version_info[:2])
+    ranges = [r.name for r in _bundled_wheels().RANGES.values() if r.python == python_version]
+    assert ranges, f"no extension zip is built for Python {python_version}"
+    found = [z for z in zips if any(f"-blender{r}-" in Path(z).name for r in ranges)]
+    assert len(found) <= 1, f"several extension zips for Python {python_version}: {found}"
+    return found[0] if found else None
 
 
 def build_zips(out, *options, timeout=300):

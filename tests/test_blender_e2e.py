@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from blender_env import ROOT, build_zips, run_blender
+from blender_env import ROOT, build_zips, extension_zip, run_blender
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "e2e_sapling.py"
 FRAMES = 48
@@ -30,9 +30,9 @@ def zips(tmp_path_factory):
     # the bpy 5 test below runs on this machine (Linux x86-64): only that platform's extension zip
     built = build_zips(tmp_path_factory.mktemp("dist"), "--platforms", "linux-x64", timeout=900)
     legacy = [str(z) for z in built if z.name.endswith("-legacy.zip")]
-    ext = [str(z) for z in built if z.name.endswith("-linux_x64.zip")]
+    ext = extension_zip(built)  # the zip for this Python's Blender (bpy 5.0.1, Python 3.11: 4.2-5.0)
     assert legacy, "the build produced no legacy zip"
-    return legacy[0], (ext[0] if ext else None)
+    return legacy[0], (str(ext) if ext else None)
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -14,10 +14,19 @@ import struct
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 import pytest
 
-from blender_env import ROOT, build_legacy_zip, build_zips
+from blender_env import ROOT, build_legacy_zip, build_zips, extension_zip, load_module
+
+matrix = load_module(ROOT / "tools" / "blender_matrix.py", "stiff_rods_blender_matrix")
+
+
+def matrix_version():
+    """The add-on's version (blender_manifest.toml), as in the zips' names."""
+    return tomllib.loads((ROOT / "blender_manifest.toml").read_text(encoding="utf-8"))["version"]
+
 
 README = ROOT / "README.md"
 FRAMES = (1, 6)
@@ -29,19 +38,19 @@ STIFF_RODS_ENV = "STIFF_RODS_BAKE_PROFILE"  # set by the tool for a Blender it r
 needs_blender = pytest.mark.skipif(shutil.which("blender") is None, reason="Debian's blender is not installed")
 
 
-def readme_bake_command():
-    """The `blender -b ... bake_headless.py ...` part of the first code block of README.md."""
-    block = re.search(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert block, "README.md has no ```sh code block"
+def readme_bake_command(block_index=0):
+    """The `... bake_headless.py ...` part of README.md's ```sh code block ``block_index`` (0: command 1 with
+    Debian's Blender, 1: its variant 1b with the newest LTS's bpy module)."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) > block_index, "README.md lacks a ```sh code block"
     parts = [
         p.strip()
-        for line in block.group(1).splitlines()
+        for line in blocks[block_index].splitlines()
         if not line.startswith("#")
         for p in line.split("&&")
         if "bake_headless.py" in p
     ]
-    assert len(parts) == 1, f"expected one bake_headless.py command in README's first code block: {parts}"
-    assert re.search(r"\bblender -b ", parts[0]), parts[0]
+    assert len(parts) == 1, f"expected one bake_headless.py command in README's code block {block_index}: {parts}"
     return parts[0]
 
 
@@ -104,13 +113,15 @@ def check_output(proc, work, out_name, tmp, baseline=()):
     assert out.read_bytes()[:7] == b"BLENDER" or out.read_bytes()[:4] in BLEND_COMPRESSED, "not a .blend"
     assert pc2_header(pc2)[1:] == (float(FRAMES[0]), FRAMES[1] - FRAMES[0] + 1)
     assert summary_paths(lines) == ([str(out)], [str(pc2)])
-    # everything printed beyond Blender's own start/quit lines is the summary: what, add-on, .blend, cache
+    # everything printed beyond Blender's own start/quit lines is the summary: what, add-on, solver, .blend, cache
     own = [
         line
         for line in lines
         if line.strip() and line not in baseline and "Read blend:" not in line and line != "Blender quit"
     ]
-    assert len(own) == 4 and own[0].startswith(SUMMARY) and own[1].startswith("  add-on: "), output
+    assert len(own) == 5 and own[0].startswith(SUMMARY) and own[1].startswith("  add-on: "), output
+    # the compiled Newton iteration baked it (numba: Debian's python3-numba, or the extension's bundled wheel)
+    assert own[2].startswith("  solver: compiled solver active (numba "), output
     assert not list(tmp.glob("stiff_rods*")), "the tool's temporary folder was left"
 
 
@@ -135,6 +146,7 @@ def work_dir(tmp_path, dist=None):
 @needs_blender
 def test_readme_command_bakes_without_touching_the_blender_profile(legacy_dist, tmp_path):
     command = readme_bake_command()
+    assert re.search(r"\bblender -b ", command), command
     assert re.search(r"--frames \d+ \d+", command), command
     argv = shlex.split(re.sub(r"--frames \d+ \d+", f"--frames {FRAMES[0]} {FRAMES[1]}", command))
     out_name = argv[argv.index("--out") + 1]
@@ -186,8 +198,8 @@ def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path
     if importlib.util.find_spec("bpy") is None:
         pytest.skip("the bpy module is not installed (python3 -m pip install -r requirements-dev.txt)")
     built = build_zips(tmp_path / "dist", "--platforms", "linux-x64", "--require-extension", timeout=900)
-    ext = [str(z) for z in built if not z.name.endswith("-legacy.zip")]
-    assert len(ext) == 1, ext
+    ext = extension_zip(built)  # the zip for this Python's Blender (3.11: Blender 4.2-5.0)
+    assert ext is not None, built
     home = make_home(tmp_path, "5.0")
     before = snapshot(home / ".config" / "blender")
     work = work_dir(tmp_path)
@@ -201,7 +213,7 @@ def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path
             "--blend",
             "sample_blends/white_birch.blend",
             "--zip",
-            ext[0],
+            str(ext),
             "--frames",
             str(FRAMES[0]),
             str(FRAMES[1]),
@@ -216,4 +228,36 @@ def test_bpy_module_bakes_with_the_extension_zip_in_a_temporary_profile(tmp_path
     )
 
     check_output(proc, work, "baked.blend", tmp)
+    assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"
+
+
+def test_readme_newest_lts_variant_bakes_compiled_in_blender_5_2(tmp_path):
+    """README's command 1b: the same storm bake with Blender 5.2 LTS's bpy module (Python 3.13, numpy 2.5.5) and
+    the 5.1+ extension zip, in a temporary profile; frames shortened for CI time."""
+    newest_lts = matrix.NEWEST_LTS
+    if newest_lts.available():
+        pytest.skip(newest_lts.available())
+    command = readme_bake_command(1)
+    venv_python = str(newest_lts.python_exe.relative_to(ROOT))
+    assert command.startswith(venv_python + " tools/bake_headless.py "), (command, venv_python)
+    argv = shlex.split(re.sub(r"--frames \d+ \d+", f"--frames {FRAMES[0]} {FRAMES[1]}", command))
+    argv[0] = str(newest_lts.python_exe)
+    assert argv[argv.index("--zip") + 1] == "dist/" + newest_lts.zip_name(matrix_version())
+    dist = tmp_path / "dist"
+    build_zips(dist, "--platforms", "linux-x64", "--blender-ranges", "5.1+", "--require-extension", timeout=900)
+    home = make_home(tmp_path, newest_lts.series)
+    before = snapshot(home / ".config" / "blender")
+    work = work_dir(tmp_path, dist)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.run(
+        argv,
+        cwd=work,
+        env=dict(user_env(home, tmp), PWD=str(work)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    check_output(proc, work, argv[argv.index("--out") + 1], tmp)
+    assert "numba 0.68" in proc.stdout, proc.stdout  # the 5.1+ zip's bundled numba compiled the solver
     assert snapshot(home / ".config" / "blender") == before, "the user's Blender profile changed"

@@ -2,26 +2,15 @@
 newest tested one (addon/compat.py, checked against the CI matrix of tools/blender_matrix.py), and one WARNING,
 not two, when numba cannot be loaded (Debian's Blender 3.4 baking headless with a numba that fails to import)."""
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from blender_env import ROOT, blender_env, build_legacy_zip
+from blender_env import ROOT, blender_env, build_legacy_zip, load_module
 
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # (dataclasses look their module up there)
-    spec.loader.exec_module(module)
-    return module
-
-
-compat = _load(ROOT / "addon" / "compat.py", "stiff_rods_addon_compat")
-matrix = _load(ROOT / "tools" / "blender_matrix.py", "stiff_rods_blender_matrix")
+compat = load_module(ROOT / "addon" / "compat.py", "stiff_rods_addon_compat")
+matrix = load_module(ROOT / "tools" / "blender_matrix.py", "stiff_rods_blender_matrix")
 
 
 def test_the_newest_tested_blender_is_the_newest_of_the_ci_matrix():
@@ -59,8 +48,25 @@ def test_without_numba_the_headless_bake_warns_once_and_bakes_with_numpy(tmp_pat
     )  # fmt: skip
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
-    said = [line for line in output.splitlines() if "numba unavailable" in line]
-    assert len(said) == 1, said
+    said = [line for line in output.splitlines() if "numba unavailable" in line and "solver: " not in line]
+    assert len(said) == 1, said  # one warning, not also the solver's log record
     assert said[0].startswith("Warning: Stiff Rods:") and "numba built for another numpy" in said[0]
     assert "using the numpy solver" in said[0]
+    # the summary names the solver that baked
+    assert "  solver: numba unavailable (ImportError: numba built for another numpy)" in proc.stdout
     assert "Stiff Rods: baked treeArm, frames 1-2" in proc.stdout and (tmp_path / "baked.blend").is_file()
+
+
+def test_readme_compatibility_table_is_the_matrix():
+    """README's Blender table is tools/blender_matrix.py's (`tools/blender_matrix.py table`): the versions it calls
+    tested in CI are the matrix's, and the zips and their compiled solver are tools/bundled_wheels.py's."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(matrix.TABLE_START) + len(matrix.TABLE_START) : readme.index(matrix.TABLE_END)]
+    assert section.strip() == matrix.table().strip()
+    tested = {
+        v.strip()
+        for line in section.splitlines()
+        if "| yes: " in line
+        for v in line.split("| yes: ")[1].split("|")[0].split(",")
+    }
+    assert tested == {b.version for b in matrix.MATRIX}

@@ -5,7 +5,7 @@ With Debian's Blender 3.4 (legacy add-on zip):
         --zip dist/stiff_rods-0.1.0-legacy.zip --frames 1 48 --storm --out baked.blend
 With the bpy module (the Blender 4.2+ extension zip for your platform):
     python3 tools/bake_headless.py --blend sample_blends/white_birch.blend \
-        --zip dist/stiff_rods-0.1.0-linux_x64.zip --frames 1 48 --out baked.blend
+        --zip dist/stiff_rods-0.1.0-blender4.2-5.0-linux_x64.zip --frames 1 48 --out baked.blend
 
 Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
 folder and imported from there; the extension zip is installed into a temporary Blender user profile
@@ -16,8 +16,9 @@ enabled. Without ``--zip`` the add-on must already be enabled in your profile.
 
 Then selects the Sapling armature, saves the tree as ``--out`` (the leaves' point cache is written
 next to the .blend it belongs to, and relative paths are remapped to the new folder), bakes the frame
-range, saves ``--out`` again with no ``.blend1`` backup, and prints a short summary (``--json``: one
-JSON line instead). Blender's reports of these steps are held back; warnings and errors are printed.
+range, saves ``--out`` again with no ``.blend1`` backup, and prints a short summary with the solver that ran
+(compiled, or numpy without numba; ``--json``: one JSON line instead). Blender's reports of these steps are held
+back; warnings and errors are printed.
 """
 
 import argparse
@@ -245,6 +246,12 @@ def load(bpy, args):
     return source, arm
 
 
+def solver_status():
+    """(compiled, message) of the enabled add-on's solver: the compiled Newton iteration or the numpy solver."""
+    name = next(n for n in sys.modules if n.rpartition(".")[2] == PACKAGE and n + ".solver" in sys.modules)
+    return tuple(sys.modules[name + ".solver"].compiled_status())
+
+
 def bake(bpy, args, source, arm, how):
     out = os.path.abspath(args.out)
     bpy.context.view_layer.objects.active = arm
@@ -276,6 +283,7 @@ def bake(bpy, args, source, arm, how):
         }
     )
     action = arm.animation_data.action.name if arm.animation_data and arm.animation_data.action else None
+    compiled, solver = solver_status()
     if args.json:
         print(
             json.dumps(
@@ -290,6 +298,8 @@ def bake(bpy, args, source, arm, how):
                     "blend": out,
                     "caches": caches,
                     "addon": how,
+                    "compiled": compiled,
+                    "solver": solver,
                 }
             )
         )
@@ -297,6 +307,7 @@ def bake(bpy, args, source, arm, how):
     storm = " (storm preset)" if args.storm else ""
     print(f"Stiff Rods: baked {arm.name}, frames {start}-{end}{storm}, in {seconds:.1f} s")
     print(f"  add-on: {how}")
+    print(f"  solver: {solver}")
     print(f"  saved:  {out}")
     for path in caches:
         print(f"  cache:  {path}")

@@ -131,10 +131,60 @@ def setup(blender: Blender, required: bool = True) -> bool:
     return True
 
 
+# Every Blender series the add-on installs in, oldest first: (series, its Python, numpy, zip range). The CI-tested
+# versions come from MATRIX.
+SERIES = (
+    ("3.4–4.1", "3.10–3.11", "Blender's", "legacy"),
+    ("4.2 LTS", "3.11", "1.26", "4.2-5.0"),
+    ("4.3–4.5", "3.11", "1.26", "4.2-5.0"),
+    ("5.0", "3.11", "1.26", "4.2-5.0"),
+    ("5.1", "3.13", "2.x", "5.1+"),
+    ("5.2 LTS", "3.13", "2.x", "5.1+"),
+    ("5.3", "3.13", "2.x", "5.1+"),
+    ("newer", "3.13", "2.x", "5.1+"),
+)
+TABLE_START, TABLE_END = "<!-- blender-table:start -->", "<!-- blender-table:end -->"
+
+
+def _compiled(zip_range: str) -> str:
+    """Where the zip for ``zip_range`` runs the compiled solver (tools/bundled_wheels.py)."""
+    if zip_range == "legacy":
+        return "with numba in Blender's Python (Debian: python3-numba)"
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bundled_wheels
+
+    without = [p for p in bundled_wheels.PLATFORMS if p not in bundled_wheels.RANGES[zip_range].numba_platforms]
+    return "yes" + (f", not on {', '.join(without)} (no numba wheel: numpy solver)" if without else "")
+
+
+def _tested(series: str) -> str:
+    lo, _, hi = series.split(" ")[0].partition("–")
+    key = [int(v) for v in lo.split(".")] if lo != "newer" else [99]
+    top = [int(v) for v in (hi or lo).split(".")] if lo != "newer" else [99]
+    hits = [b.version for b in MATRIX if key <= [int(v) for v in b.series.split(".")] <= top]
+    if lo == "newer":
+        return f"no (installs; one INFO line names {NEWEST.series}, the newest tested)"
+    return "yes: " + ", ".join(hits) if hits else "no"
+
+
+def table() -> str:
+    """The README's compatibility table: Blender × zip × Python × numpy × tested in CI × compiled solver."""
+    rows = ["| Blender | zip | Python | numpy | tested in CI | compiled solver |", "|---|---|---|---|---|---|"]
+    for series, python, numpy, zip_range in SERIES:
+        name = (
+            "`stiff_rods-<v>-legacy.zip`"
+            if zip_range == "legacy"
+            else f"`stiff_rods-<v>-blender{zip_range}-<platform>.zip`"
+        )
+        rows.append(f"| {series} | {name} | {python} | {numpy} | {_tested(series)} | {_compiled(zip_range)} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the matrix and which Blenders can run here")
+    sub.add_parser("table", help="the README's compatibility table (markdown)")
     one = sub.add_parser("setup", help="make the bpy-module venvs")
     one.add_argument("version", nargs="*", help="only these Blenders (e.g. 5.2 or 5.2.3); default: all")
     one.add_argument(
@@ -146,6 +196,9 @@ def main(argv=None) -> int:
             status = b.available() or "ready"
             kind = f"bpy module in {b.venv.relative_to(ROOT)}" if b.venv else "Debian's blender"
             print(f"{b.version:7} Python {b.python}  numpy {b.numpy:7} zip {b.zip_range:8} {kind}: {status}")
+        return 0
+    if args.command == "table":
+        print(table(), end="")
         return 0
     chosen = [by_version(v) for v in args.version] if args.version else list(MATRIX)
     for blender in chosen:

@@ -11,34 +11,36 @@ writes
   ``blender_manifest.toml``, ``addon/`` and ``solver/``. No wheels: numpy, scipy and numba come from the
   Python that Blender runs (Debian's ``blender`` uses the system python3-numpy/-scipy/-numba; without
   numba the solver runs its numpy path).
-* ``dist/stiff_rods-<version>-<platform>.zip``, one per platform: the Blender 4.2+ extension
-  (Get Extensions > Install from Disk), built by Blender's own ``blender_ext.py build
-  --split-platforms``, each with the scipy, numba and llvmlite wheels of its platform (Blender
-  bundles numpy, not scipy) and a manifest naming only that platform. ``<platform>`` is written as Blender's CLI
-  writes it: linux_x64, linux_arm64, macos_x64, macos_arm64, windows_x64, windows_arm64.
-  ``--platforms linux-x64`` builds only the listed platforms (a quick local build);
-  ``--no-split-platforms`` puts all listed platforms into one ``stiff_rods-<version>.zip``.
+* ``dist/stiff_rods-<version>-blender<range>-<platform>.zip``, two per platform: the Blender 4.2+ extension
+  (Get Extensions > Install from Disk), built by Blender's own ``blender_ext.py build --split-platforms``,
+  one zip per Blender range:
 
-scipy per platform (cp311 wheels on PyPI; Blender 4.2-5.0 bundle Python 3.11 and numpy 1.26.x):
+  - ``blender4.2-5.0``: Python 3.11 (cp311) wheels; manifest ``blender_version_min = "4.2.0"``,
+    ``blender_version_max = "5.1.0"`` (exclusive);
+  - ``blender5.1+``: Python 3.13 (cp313) wheels; ``blender_version_min = "5.1.0"``, no maximum.
 
-  linux-x64, linux-arm64, macos-x64, macos-arm64, windows-x64   scipy 1.15.3 (numpy >=1.23.5,<2.5)
-  windows-arm64                                                 scipy 1.16.3 (numpy >=1.25.2,<2.6)
+  Each holds the scipy, numba and llvmlite wheels of its Python and platform (Blender bundles numpy, not
+  scipy; tools/bundled_wheels.py lists the versions and the numpy each admits) and a manifest naming only that
+  platform. ``<platform>`` is written as Blender's CLI writes it: linux_x64, linux_arm64, macos_x64, macos_arm64,
+  windows_x64, windows_arm64. ``--platforms linux-x64`` and ``--blender-ranges 5.1+`` build only the listed ones;
+  ``--no-split-platforms`` puts all listed platforms into one ``stiff_rods-<version>-blender<range>.zip`` per range.
+* ``dist/zips.json``: one record per zip in ``dist/`` built by this script (name, blender_range, platform, python,
+  size_bytes, wheels, compiled: whether numba is bundled). ``--readme-table`` prints them as a markdown table,
+  ``--update-readme README.md`` writes that table between ``<!-- zip-table:start -->`` and
+  ``<!-- zip-table:end -->`` (neither builds anything).
 
-All six Blender platforms have a wheel. scipy 1.15.3 has no win_arm64 wheel (the first cp311
-win_arm64 wheels are scipy 1.16.2); 1.16.3 is the newest release for it that accepts every
-numpy 1.26.x (1.17 needs numpy >=1.26.4). The macos-arm64 wheel is built for macOS 12.0 or
-newer: PyPI has no cp311 scipy wheel for arm64 macOS 11.
-
-numba 0.61.2 with llvmlite 0.44.0 (numpy >=1.24,<2.3) for the compiled solver, on every platform but
-windows-arm64 (no cp311 wheel there: that zip runs the numpy solver). Each zip stays under 100 MB
-(linux-x64 is the largest, ~84 MB).
+Why one zip per range rather than one zip with both Pythons' wheels: size (llvmlite 0.50's linux wheel alone is
+60 MB, so both Pythons' wheels would make the linux-x64 zip ~180 MB), and Blender refuses the wrong zip itself,
+from the manifest's version range, with its own message ("This Blender version (5.2.3) must be less than the
+maximum version (5.1.0)", "... doesn't meet the minimum supported version (5.1.0)"), where a zip holding only the
+other Python's wheels would install and then lack scipy.
 
 The extension build needs Blender's extension CLI; it is taken from the ``bpy`` module on PyPI
 (``pip install bpy==5.0.1``, see requirements-dev.txt) or from ``--blender-ext PATH``. Without it
 the extension is skipped with a message, and the exit status is non-zero only with
 ``--require-extension``. Wheels are downloaded with ``pip download`` into ``wheels/`` (not
-committed) and reused from there; the ``wheels = [...]`` list is written into the manifest of a
-temporary copy of the source tree, never into the committed manifest.
+committed) and reused from there; the ``wheels = [...]`` list and the Blender range are written into the
+manifest of a temporary copy of the source tree, never into the committed manifest.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import argparse
 import fnmatch
 import glob
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -61,37 +64,16 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "blender_manifest.toml"
 PACKAGE = "stiff_rods"
 
-PYTHON_VERSION = "3.11"  # Blender 4.2-5.0
+if str(ROOT / "tools") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tools"))
+import bundled_wheels  # noqa: E402 - tools/bundled_wheels.py, next to this script
 
-# Blender platform -> (scipy version, pip --platform tag, glob of the wheel file's platform tag).
-# scipy 1.15.3 is the newest release whose wheels accept numpy>=1.23.5 (1.16 needs >=1.25.2, 1.17
-# >=1.26.4); it is built against numpy 2, so it also runs with numpy 2.x (<2.5). windows-arm64 has
-# no 1.15.3 wheel: 1.16.3 (numpy>=1.25.2,<2.6) is the newest there that runs with numpy 1.26.0.
-# pip also accepts older compatible tags of the same family; in the glob, the oldest macOS tag
-# sorts first.
-SCIPY_WHEELS = {
-    "linux-x64": ("1.15.3", "manylinux_2_17_x86_64", "manylinux*x86_64"),
-    "linux-arm64": ("1.15.3", "manylinux_2_17_aarch64", "manylinux*aarch64"),
-    "macos-x64": ("1.15.3", "macosx_10_13_x86_64", "macosx_*_x86_64"),
-    "macos-arm64": ("1.15.3", "macosx_12_0_arm64", "macosx_*_arm64"),
-    "windows-x64": ("1.15.3", "win_amd64", "win_amd64"),
-    "windows-arm64": ("1.16.3", "win_arm64", "win_arm64"),
-}
-# numba and llvmlite, the compiled solver (solver/core/compiled.py): Blender platform -> (pip --platform tag, glob of
-# the wheel's platform tag), or None where PyPI has no cp311 wheel (windows-arm64: the numpy solver runs there).
-# numba 0.61.2 takes numpy >=1.24,<2.3 (Blender's 1.26.x); its llvmlite 0.44.0 wheels keep every zip under 100 MB
-# with scipy (linux-x64 the largest: scipy 37.7 + llvmlite 42.4 + numba 3.8 MB; llvmlite 0.50's is 59.7 MB).
-NUMBA_VERSIONS = {"numba": "0.61.2", "llvmlite": "0.44.0"}
-NUMBA_WHEELS = {
-    "linux-x64": ("manylinux2014_x86_64", "manylinux*x86_64"),
-    "linux-arm64": ("manylinux_2_28_aarch64", "manylinux*aarch64"),
-    "macos-x64": ("macosx_10_15_x86_64", "macosx_*_x86_64"),
-    "macos-arm64": ("macosx_12_0_arm64", "macosx_*_arm64"),
-    "windows-x64": ("win_amd64", "win_amd64"),
-    "windows-arm64": None,
-}
-PLATFORMS = tuple(SCIPY_WHEELS)
+RANGES = bundled_wheels.RANGES  # Blender range ("4.2-5.0", "5.1+") -> its Python and wheels
+PLATFORMS = bundled_wheels.PLATFORMS
 DEFAULT_PLATFORMS = PLATFORMS
+DEFAULT_RANGES = tuple(RANGES)
+ZIPS_JSON = "zips.json"
+TABLE_START, TABLE_END = "<!-- zip-table:start -->", "<!-- zip-table:end -->"
 
 # What the legacy zip holds (the extension build uses [build] paths_exclude_pattern of the manifest;
 # tests/test_install.py checks both zips hold the same add-on files).
@@ -192,68 +174,47 @@ def find_blender_ext(explicit: str | None = None) -> tuple[Path, Path] | None:
     return None
 
 
-def _wheel_glob(package: str, version: str, platform_glob: str) -> str:
-    py = "cp" + PYTHON_VERSION.replace(".", "")
-    return f"{package}-{version}-{py}-{py}-{platform_glob}.whl"
-
-
 def check_platforms(platforms) -> list[str]:
     platforms = list(dict.fromkeys(platforms))
     if not platforms:
         raise BuildError(f"no platform given, known: {', '.join(PLATFORMS)}")
     for platform in platforms:
-        if platform not in SCIPY_WHEELS:
+        if platform not in PLATFORMS:
             raise BuildError(f"unknown platform {platform!r}, known: {', '.join(PLATFORMS)}")
     return platforms
 
 
-def _fetch(package: str, version: str, pip_platform: str, platform_glob: str, wheel_dir: Path) -> Path:
-    """The cp311 wheel of ``package``==``version`` for one platform, from ``wheel_dir`` or PyPI."""
-    pattern = str(wheel_dir / _wheel_glob(package, version, platform_glob))
-    found = sorted(glob.glob(pattern))
-    if not found:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            f"{package}=={version}",
-            "--only-binary=:all:",
-            "--no-deps",
-            "--python-version",
-            PYTHON_VERSION,
-            "--platform",
-            pip_platform,
-            "-d",
-            str(wheel_dir),
-            "--disable-pip-version-check",
-            "-q",
-        ]
-        log("$ " + " ".join(cmd))
-        done = subprocess.run(cmd, timeout=600)
-        if done.returncode != 0:
-            raise BuildError(f"pip download of {package} {version} for {pip_platform} failed")
-        found = sorted(glob.glob(pattern))
-    if not found:
-        raise BuildError(f"no {package} {version} wheel for {pip_platform} in {wheel_dir}")
-    return Path(found[0])
+def check_ranges(ranges) -> list[str]:
+    ranges = list(dict.fromkeys(ranges))
+    if not ranges:
+        raise BuildError(f"no Blender range given, known: {', '.join(RANGES)}")
+    for name in ranges:
+        if name not in RANGES:
+            raise BuildError(f"unknown Blender range {name!r}, known: {', '.join(RANGES)}")
+    return ranges
 
 
-def fetch_wheels(platforms, wheel_dir: Path | str = ROOT / "wheels") -> list[list[Path]]:
-    """Per platform (Blender platform names): its scipy wheel and, where PyPI has them, its numba and
-    llvmlite wheels; from ``wheel_dir`` or PyPI."""
-    wheel_dir = Path(wheel_dir)
-    wheel_dir.mkdir(parents=True, exist_ok=True)
+def fetch_wheels(
+    platforms, wheel_dir: Path | str = ROOT / "wheels", blender_range: str = "4.2-5.0"
+) -> list[list[Path]]:
+    """Per platform (Blender platform names): the wheels of its zip for ``blender_range``, from ``wheel_dir``
+    or PyPI."""
     out = []
     for platform in check_platforms(platforms):
-        version, pip_platform, platform_glob = SCIPY_WHEELS[platform]
-        wheels = [_fetch("scipy", version, pip_platform, platform_glob, wheel_dir)]
-        numba_tags = NUMBA_WHEELS[platform]
-        if numba_tags is not None:
-            wheels += [_fetch(name, v, *numba_tags, wheel_dir) for name, v in NUMBA_VERSIONS.items()]
-        log(f"{platform}: " + ", ".join(w.name for w in wheels))
+        try:
+            wheels = bundled_wheels.fetch_wheels(RANGES[blender_range], platform, wheel_dir)
+        except bundled_wheels.WheelError as ex:
+            raise BuildError(str(ex)) from ex
+        log(f"{blender_range} {platform}: " + ", ".join(w.name for w in wheels))
         out.append(wheels)
     return out
+
+
+def zip_name(version: str, blender_range: str, platform: str | None) -> str:
+    """stiff_rods-<version>-blender<range>-<platform>.zip (tools/blender_matrix.Blender.zip_name); without a
+    platform (all platforms in one zip) stiff_rods-<version>-blender<range>.zip."""
+    tail = "" if platform is None else "-" + platform.replace("-", "_")
+    return f"{PACKAGE}-{version}-blender{blender_range}{tail}.zip"
 
 
 def _manifest_with_wheels(text: str, wheels: list[str], platforms: list[str]) -> str:
@@ -271,8 +232,21 @@ def _manifest_with_wheels(text: str, wheels: list[str], platforms: list[str]) ->
     return text[: match.start()] + lines + text[match.start() :]
 
 
-def stage_source(root: Path, stage: Path, wheels: list[Path], platforms: list[str]) -> Path:
-    """Copy the source tree to ``stage`` with the wheels and a manifest that lists them."""
+def _manifest_for_range(text: str, blender_range: str) -> str:
+    """Set blender_version_min (and blender_version_max, exclusive, where the range has one) to ``blender_range``'s."""
+    r = RANGES[blender_range]
+    text = re.sub(r"^blender_version_max\s*=.*\n", "", text, flags=re.MULTILINE)
+    lines = f'blender_version_min = "{r.blender_min}"\n'
+    if r.blender_max is not None:
+        lines += f'blender_version_max = "{r.blender_max}"\n'
+    text, count = re.subn(r"^blender_version_min\s*=.*\n", lines, text, count=1, flags=re.MULTILINE)
+    if count != 1:
+        raise BuildError(f"{MANIFEST} has no blender_version_min line")
+    return text
+
+
+def stage_source(root: Path, stage: Path) -> Path:
+    """Copy the source tree to ``stage`` (without development folders; :func:`stage_wheels` adds the wheels)."""
 
     def ignore(directory, names):
         top = Path(directory).resolve() == root.resolve()
@@ -283,12 +257,12 @@ def stage_source(root: Path, stage: Path, wheels: list[Path], platforms: list[st
         }
 
     shutil.copytree(root, stage, ignore=ignore)
-    stage_wheels(root, stage, wheels, platforms)
     return stage
 
 
-def stage_wheels(root: Path, stage: Path, wheels: list[Path], platforms: list[str]) -> None:
-    """Put exactly ``wheels`` into ``stage/wheels/`` and write the manifest that lists them."""
+def stage_wheels(root: Path, stage: Path, wheels: list[Path], platforms: list[str], blender_range: str) -> None:
+    """Put exactly ``wheels`` into ``stage/wheels/`` and write the manifest that lists them, with the platforms
+    and the Blender versions of ``blender_range``."""
     shutil.rmtree(stage / "wheels", ignore_errors=True)
     (stage / "wheels").mkdir()
     for wheel in wheels:
@@ -296,27 +270,60 @@ def stage_wheels(root: Path, stage: Path, wheels: list[Path], platforms: list[st
     text = (root / MANIFEST).read_text(encoding="utf-8")
     if re.search(r"^\s*(wheels|platforms)\s*=", text, flags=re.MULTILINE):
         raise BuildError(f"{MANIFEST} already sets wheels/platforms; the build script writes them")
-    new_text = _manifest_with_wheels(text, [w.name for w in wheels], platforms)
+    new_text = _manifest_with_wheels(_manifest_for_range(text, blender_range), [w.name for w in wheels], platforms)
     parsed = tomllib.loads(new_text)
     assert parsed["wheels"] == [f"./wheels/{w.name}" for w in wheels], parsed.get("wheels")
+    assert parsed["blender_version_min"] == RANGES[blender_range].blender_min
     (stage / MANIFEST).write_text(new_text, encoding="utf-8")
+
+
+def _run_cli(cli_path: Path, tags: Path | None, stage: Path, out_dir: Path, split_platforms: bool) -> None:
+    cmd = [sys.executable, str(cli_path), "build", "--source-dir", str(stage), "--output-dir", str(out_dir)]
+    cmd += ["--valid-tags", str(tags) if tags else ""]
+    if split_platforms:
+        cmd.append("--split-platforms")
+    log("$ " + " ".join(cmd))
+    done = subprocess.run(cmd, timeout=900, capture_output=True, text=True)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    if done.returncode != 0:
+        raise BuildError(f"blender_ext.py build failed (exit {done.returncode})")
+
+
+def _plan(version: str, ranges: list[str], platforms: list[str], wheel_dir, split_platforms: bool) -> list[dict]:
+    """One record per zip to build: name, blender_range, platform(s), python and the wheel files."""
+    plan = []
+    for name in ranges:
+        per_platform = fetch_wheels(platforms, wheel_dir, name)
+        base = {"blender_range": name, "python": RANGES[name].python}
+        if split_platforms:
+            for platform, wheels in zip(platforms, per_platform, strict=True):
+                plan.append({"name": zip_name(version, name, platform), **base, "platform": platform, "files": wheels})
+        else:
+            wheels = [w for ws in per_platform for w in ws]
+            plan.append(
+                {"name": zip_name(version, name, None), **base, "platform": ",".join(platforms), "files": wheels}
+            )
+    return plan
 
 
 def build_extension_zip(
     out_dir: Path | str,
     *,
     platforms=DEFAULT_PLATFORMS,
+    ranges=DEFAULT_RANGES,
     split_platforms: bool = True,
     wheel_dir: Path | str | None = None,
     blender_ext: str | None = None,
     root: Path = ROOT,
 ) -> list[Path]:
-    """Build the extension with Blender's CLI. Returns the zip(s); raises BuildError on failure.
+    """Build the extension with Blender's CLI, one zip per Blender range and platform; record them in
+    ``out_dir/zips.json``. Returns the zips; raises BuildError on failure.
 
-    With ``split_platforms`` the CLI runs once per platform, on a manifest that lists only that
-    platform and its wheel, with ``--split-platforms`` (which names the zip after the platform):
-    so the zip's manifest names that platform alone, in its top-level ``platforms``/``wheels``
-    as well as in the ``[build.generated]`` table the CLI appends.
+    With ``split_platforms`` the CLI runs once per range and platform, on a manifest that lists only that
+    platform, its wheels and the range's Blender versions, with ``--split-platforms``: so the zip's manifest names
+    that platform alone, in its top-level ``platforms``/``wheels`` as well as in the ``[build.generated]`` table
+    the CLI appends. The CLI names the zip after the platform only; it is renamed to :func:`zip_name`.
     """
     cli = find_blender_ext(blender_ext)
     if cli is None:
@@ -327,45 +334,96 @@ def build_extension_zip(
     cli_path, tags = cli
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    platforms = check_platforms(platforms)
-    wheels = fetch_wheels(platforms, wheel_dir or root / "wheels")
-    version = package_version(root)
-    if split_platforms:
-        builds = [
-            (platform_wheels, [p], out_dir / f"{PACKAGE}-{version}-{p.replace('-', '_')}.zip")
-            for platform_wheels, p in zip(wheels, platforms, strict=True)
-        ]
-    else:
-        builds = [([w for ws in wheels for w in ws], platforms, out_dir / f"{PACKAGE}-{version}.zip")]
+    platforms, ranges = check_platforms(platforms), check_ranges(ranges)
+    plan = _plan(package_version(root), ranges, platforms, wheel_dir or root / "wheels", split_platforms)
     outs = []
     with tempfile.TemporaryDirectory(prefix="stiff_rods_build_") as tmp:
-        stage = stage_source(root, Path(tmp) / PACKAGE, [], platforms)
-        for build_wheels, build_platforms, out in builds:
-            stage_wheels(root, stage, build_wheels, build_platforms)
-            cmd = [
-                sys.executable,
-                str(cli_path),
-                "build",
-                "--source-dir",
-                str(stage),
-                "--output-dir",
-                str(out_dir),
-                "--valid-tags",
-                str(tags) if tags else "",
-            ]
-            if split_platforms:
-                cmd.append("--split-platforms")
-            log("$ " + " ".join(cmd))
-            done = subprocess.run(cmd, timeout=900, capture_output=True, text=True)
-            sys.stdout.write(done.stdout)
-            sys.stderr.write(done.stderr)
-            if done.returncode != 0:
-                raise BuildError(f"blender_ext.py build failed (exit {done.returncode})")
-            if not out.is_file():
-                raise BuildError(f"expected {out} after the build")
+        stage = stage_source(root, Path(tmp) / PACKAGE)
+        for item in plan:
+            build_platforms = item["platform"].split(",")
+            stage_wheels(root, stage, item["files"], build_platforms, item["blender_range"])
+            cli_out = Path(tmp) / "out"
+            shutil.rmtree(cli_out, ignore_errors=True)
+            cli_out.mkdir()
+            _run_cli(cli_path, tags, stage, cli_out, split_platforms)
+            built = list(cli_out.glob("*.zip"))
+            if len(built) != 1:
+                raise BuildError(f"blender_ext.py build wrote {len(built)} zips for {item['name']}, not one")
+            out = out_dir / item["name"]
+            shutil.move(built[0], out)
             log(f"extension: {out} ({out.stat().st_size / 1e6:.1f} MB)")
             outs.append(out)
+    write_records(out_dir, [_record(item, out_dir) for item in plan])
     return outs
+
+
+# --------------------------------------------------------------------------------------------------
+# dist/zips.json and the README's table of zips
+
+
+def _record(item: dict, out_dir: Path) -> dict:
+    wheels = [w.name for w in item["files"]]
+    record = {k: item[k] for k in ("name", "blender_range", "platform", "python")}
+    size = (out_dir / item["name"]).stat().st_size
+    return {**record, "size_bytes": size, "wheels": wheels, "compiled": any(w.startswith("numba-") for w in wheels)}
+
+
+def legacy_record(path: Path) -> dict:
+    return {
+        "name": path.name,
+        "blender_range": "legacy",
+        "platform": "any",
+        "python": "Blender's",
+        "size_bytes": path.stat().st_size,
+        "wheels": [],
+        "compiled": False,
+    }
+
+
+def read_records(out_dir: Path | str) -> list[dict]:
+    """The records of ``out_dir/zips.json`` whose zip is still there with the recorded size."""
+    path = Path(out_dir) / ZIPS_JSON
+    records = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    return [r for r in records if (z := Path(out_dir) / r["name"]).is_file() and z.stat().st_size == r["size_bytes"]]
+
+
+def write_records(out_dir: Path | str, records: list[dict]) -> Path:
+    """Add ``records`` to ``out_dir/zips.json`` (replacing those of the same zips); sorted by range and name."""
+    new = {r["name"]: r for r in records}
+    kept = [r for r in read_records(out_dir) if r["name"] not in new]
+    order = {"legacy": 0, **{name: i + 1 for i, name in enumerate(RANGES)}}
+    merged = sorted([*kept, *new.values()], key=lambda r: (order.get(r["blender_range"], 9), r["name"]))
+    path = Path(out_dir) / ZIPS_JSON
+    path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def readme_table(records: list[dict]) -> str:
+    """Markdown table of the zips: zip | Blender | Python | platform | compiled solver | size."""
+    rows = ["| zip | Blender | Python | platform | compiled solver | size |", "|---|---|---|---|---|---:|"]
+    for r in records:
+        if r["blender_range"] == "legacy":
+            blender, compiled = "3.4–4.1 (legacy add-on)", "if Blender's Python has numba"
+        else:
+            blender = r["blender_range"].replace("-", "–")
+            numba = [w.split("-")[1] for w in r["wheels"] if w.startswith("numba-")]
+            compiled = f"numba {numba[0]}" if numba else "no (numpy solver)"
+        rows.append(
+            f"| `{r['name']}` | {blender} | {r['python']} | {r['platform']} | {compiled} | "
+            f"{r['size_bytes'] / 1e6:.1f} MB |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def update_readme(readme: Path | str, table: str) -> None:
+    """Replace what is between the zip-table markers of ``readme`` with ``table``."""
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise BuildError(f"{readme} has no {TABLE_START} ... {TABLE_END} markers")
+    start += len(TABLE_START)
+    readme.write_text(text[:start] + "\n" + table + text[end:], encoding="utf-8")
 
 
 def validate(path: Path | str, blender_ext: str | None = None) -> subprocess.CompletedProcess:
@@ -378,46 +436,34 @@ def validate(path: Path | str, blender_ext: str | None = None) -> subprocess.Com
     return subprocess.run(cmd, timeout=300, capture_output=True, text=True)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=str(ROOT / "dist"), help="output folder (default: dist/)")
-    parser.add_argument(
-        "--platforms",
-        default=",".join(DEFAULT_PLATFORMS),
-        help="comma-separated Blender platforms to build (default: all, " + ", ".join(DEFAULT_PLATFORMS) + ")",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--out", default=str(ROOT / "dist"), help="output folder (default: dist/)")
+    add("--platforms", default=",".join(DEFAULT_PLATFORMS), help="comma-separated Blender platforms (default: all)")
+    add("--blender-ranges", default=",".join(DEFAULT_RANGES), help="comma-separated Blender ranges (default: all)")
+    add(
         "--split-platforms",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="one extension zip per platform (default); --no-split-platforms: one zip for all listed platforms",
+        help="one extension zip per platform (default); --no-split-platforms: one zip per range for all platforms",
     )
-    parser.add_argument(
-        "--wheel-dir",
-        default=str(ROOT / "wheels"),
-        help="where the wheels are downloaded and reused (default: wheels/)",
-    )
-    parser.add_argument(
-        "--blender-ext", default=None, help="path to Blender's blender_ext.py (default: from the bpy module)"
-    )
-    parser.add_argument(
-        "--require-extension",
-        action="store_true",
-        help="fail if the extension cannot be built (e.g. bpy not installed)",
-    )
-    parser.add_argument("--legacy-only", action="store_true", help="only build the legacy zip")
-    args = parser.parse_args(argv)
-    platforms = [p.strip() for p in args.platforms.split(",") if p.strip()]
-    try:
-        check_platforms(platforms)
-    except BuildError as ex:
-        parser.error(f"--platforms: {ex}")
+    add("--wheel-dir", default=str(ROOT / "wheels"), help="where wheels are downloaded and reused (default: wheels/)")
+    add("--blender-ext", default=None, help="path to Blender's blender_ext.py (default: from the bpy module)")
+    add("--require-extension", action="store_true", help="fail if the extension cannot be built (no bpy module)")
+    add("--legacy-only", action="store_true", help="only build the legacy zip")
+    add("--readme-table", action="store_true", help="print the table of OUT/zips.json as markdown; build nothing")
+    add("--update-readme", metavar="README", help="write that table between the README's zip-table markers")
+    return parser
 
-    try:
-        build_legacy_zip(args.out)
-    except BuildError as ex:
-        log(f"ERROR: {ex}")
-        return 1
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _build(args, platforms: list[str], ranges: list[str]) -> int:
+    legacy = build_legacy_zip(args.out)
+    write_records(args.out, [legacy_record(legacy)])
     if args.legacy_only:
         return 0
     if find_blender_ext(args.blender_ext) is None:
@@ -427,18 +473,36 @@ def main(argv=None) -> int:
             "requirements-dev.txt, or pass --blender-ext PATH/TO/blender_ext.py)"
         )
         return 1 if args.require_extension else 0
+    build_extension_zip(
+        args.out,
+        platforms=platforms,
+        ranges=ranges,
+        split_platforms=args.split_platforms,
+        wheel_dir=args.wheel_dir,
+        blender_ext=args.blender_ext,
+    )
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
-        build_extension_zip(
-            args.out,
-            platforms=platforms,
-            split_platforms=args.split_platforms,
-            wheel_dir=args.wheel_dir,
-            blender_ext=args.blender_ext,
-        )
+        platforms, ranges = check_platforms(_split(args.platforms)), check_ranges(_split(args.blender_ranges))
+    except BuildError as ex:
+        parser.error(str(ex))
+    try:
+        if args.readme_table or args.update_readme:
+            table = readme_table(read_records(args.out))
+            if args.update_readme:
+                update_readme(args.update_readme, table)
+            else:
+                sys.stdout.write(table)
+            return 0
+        return _build(args, platforms, ranges)
     except BuildError as ex:
         log(f"ERROR: {ex}")
         return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,21 +6,25 @@ timeout:
     blender -b --factory-startup --python install_check.py -- ZIP legacy
         Blender 3.4 (up to 4.1): Preferences > Add-ons > Install (bpy.ops.preferences.addon_install),
         enable, save preferences.
-    python3 install_check.py ZIP extension
-        bpy module (Blender 4.2+, here 5.0): Get Extensions > Install from Disk
-        (bpy.ops.extensions.package_install_files into "user_default", enable_on_install),
+    PYTHON install_check.py ZIP extension
+        bpy module (Blender 4.2+: 4.2.23, 5.0.1, 5.2.3, 5.3.0, each with the Python of its venv): Get Extensions >
+        Install from Disk (bpy.ops.extensions.package_install_files into "user_default", enable_on_install),
         save preferences.
+    PYTHON install_check.py ZIP extension-refused
+        bpy module with a zip it must refuse (another Blender range or platform): Install from Disk leaves
+        no package, no enabled add-on and no wheel behind. Blender prints why (its own message, e.g. "This
+        platform (linux-x64) isn't one of (windows-x64)"); the test reads it from the output.
 
-Both then start a second Blender on the same profile (modes ``legacy-restart`` and
+``legacy`` and ``extension`` then start a second Blender on the same profile (modes ``legacy-restart`` and
 ``extension-restart``, run automatically) where the add-on must come back enabled from the saved
-preferences. Checks, in both sessions: the add-on module is enabled and was loaded from the user
-profile (not the source tree); every class in its ``addon.classes`` is registered and every operator
-is reachable as ``bpy.ops.stiff_rods.<name>``. After the restart: a short simulation runs with the
-numpy/scipy Blender provides (for the extension, scipy must be the bundled wheel, which Blender puts
-in front of other site-packages from the second start on), with the compiled solver's status and
-whether the simulation ran compiled (numba: the system's for the legacy zip, the bundled wheel for the
-extension); disabling unregisters every class
-without raising; the extension is uninstalled and its wheel removed.
+preferences (the bpy module of Blender 4.x: see load_saved_preferences). Checks, in both sessions: the
+add-on module is enabled and was loaded from the user profile (not the source tree); every class in
+its ``addon.classes`` is registered and every operator is reachable as ``bpy.ops.stiff_rods.<name>``.
+After the restart: a short simulation runs with the numpy/scipy Blender provides (for the extension,
+scipy must be the bundled wheel, which Blender puts in front of other site-packages from the second
+start on), with the compiled solver's status and whether the simulation ran compiled (numba: the
+system's for the legacy zip, the bundled wheel for the extension); disabling unregisters every class
+without raising; the extension is uninstalled and its wheels removed.
 
 The last line printed is ``INSTALL_CHECK OK {json}`` or ``INSTALL_CHECK FAIL {json}``.
 """
@@ -35,7 +39,7 @@ import bpy
 
 PKG = "stiff_rods"
 EXT_MODULE = f"bl_ext.user_default.{PKG}"
-MODES = ("legacy", "extension", "legacy-restart", "extension-restart")
+MODES = ("legacy", "extension", "extension-refused", "legacy-restart", "extension-restart")
 RESTART_TIMEOUT = 300
 
 
@@ -124,6 +128,7 @@ def check_solver(module, info):
     info["sim_compiled"] = bool(sim.compiled)
     numba = sys.modules.get("numba")
     info["numba_file"] = getattr(numba, "__file__", None)
+    info["numba"] = getattr(numba, "__version__", None)
     info["numpy"] = np.__version__
     info["scipy"] = scipy.__version__
     info["scipy_file"] = scipy.__file__
@@ -203,10 +208,28 @@ def extension(zip_path, info):
     save_preferences()
 
 
+def load_saved_preferences(info):
+    """Load the preferences the install saved (the bpy module does not load them on import; Blender does at
+    startup) with ``wm.read_userpref``, which enables the saved add-ons. The bpy module of Blender 4.x crashes in
+    that operator (it reloads the icon textures without a GPU context: a segmentation fault in
+    GPU_texture_create_2d), so there the saved userpref.blend must name the extension and addon_utils enables it,
+    as Blender's startup does from that list."""
+    if bpy.app.version >= (5, 0, 0):
+        result = bpy.ops.wm.read_userpref()
+        assert result == {"FINISHED"}, f"wm.read_userpref returned {result}"
+        info["preferences"] = "wm.read_userpref"
+        return
+    import addon_utils
+
+    saved = os.path.join(bpy.utils.user_resource("CONFIG"), "userpref.blend")
+    with open(saved, "rb") as fh:
+        assert EXT_MODULE.encode() in fh.read(), f"{saved} does not list {EXT_MODULE} among the enabled add-ons"
+    addon_utils.enable(EXT_MODULE, default_set=True, handle_error=raise_error)
+    info["preferences"] = "userpref.blend + addon_utils.enable"
+
+
 def extension_restart(zip_path, info):
-    # The bpy module does not load preferences on import; Blender does at startup.
-    result = bpy.ops.wm.read_userpref()
-    assert result == {"FINISHED"}, f"wm.read_userpref returned {result}"
+    load_saved_preferences(info)
     site = extension_site_packages()
     paths = [os.path.realpath(p) for p in sys.path]
     assert os.path.realpath(site) in paths, f"{site} not in sys.path"
@@ -230,6 +253,25 @@ def extension_restart(zip_path, info):
     assert not left, f"wheel files left in {site} after uninstall: {left}"
 
 
+def extension_refused(zip_path, info):
+    """Install from Disk a zip Blender must refuse: nothing may be installed or enabled."""
+    repos = list(bpy.context.preferences.extensions.repos)
+    repo = repos[[r.module for r in repos].index("user_default")]
+    try:
+        result = bpy.ops.extensions.package_install_files(
+            filepath=zip_path, repo="user_default", enable_on_install=True
+        )
+    except RuntimeError as ex:  # the operator's ERROR report, where Blender raises it
+        result = f"RuntimeError: {ex}"
+    info["result"] = sorted(result) if isinstance(result, set) else result
+    assert not os.path.exists(os.path.join(repo.directory, PKG)), f"{PKG} was installed into {repo.directory}"
+    assert EXT_MODULE not in bpy.context.preferences.addons, f"{EXT_MODULE} is enabled"
+    site = extension_site_packages()
+    left = [n for n in os.listdir(site) if n.startswith(("scipy", "numba", "llvmlite"))] if os.path.isdir(site) else []
+    assert not left, f"wheels installed in {site}: {left}"
+    info["installed"] = False
+
+
 def main():
     zip_path, mode = parse_args()
     info = {"mode": mode, "blender": bpy.app.version_string, "python": sys.version.split()[0], "zip": zip_path}
@@ -238,6 +280,7 @@ def main():
         {
             "legacy": legacy,
             "extension": extension,
+            "extension-refused": extension_refused,
             "legacy-restart": legacy_restart,
             "extension-restart": extension_restart,
         }[mode](zip_path, info)
