@@ -2,7 +2,9 @@
 
 Outside Blender, :func:`relaunch` starts ``blender -b FILE --python SCRIPT -- ARGS`` and relays its
 last JSON line; inside, :func:`load_addon` imports the add-on from the source tree (as package
-``stiff_rods``) and registers it.
+``stiff_rods``) and registers it. With ``python=`` (an interpreter that has the ``bpy`` module, e.g.
+``pip install bpy``) it starts ``PYTHON SCRIPT --bpy-module FILE -- ARGS`` instead, and
+:func:`blender_args` opens FILE there with ``bpy.ops.wm.open_mainfile``.
 """
 
 import json
@@ -24,6 +26,26 @@ def inside_blender() -> bool:
         return False
 
 
+BPY_MODULE = "--bpy-module"
+
+
+def in_bpy_module() -> bool:
+    """Started by :func:`relaunch` with ``python=``: ``SCRIPT --bpy-module FILE -- ARGS``."""
+    return sys.argv[1:2] == [BPY_MODULE] and "--" in sys.argv
+
+
+def blender_args() -> list | None:
+    """The ARGS after ``--`` inside Blender or in a relaunched bpy module (whose blend file is opened
+    first), None outside both."""
+    if in_bpy_module():
+        import bpy
+
+        bpy.ops.wm.open_mainfile(filepath=sys.argv[2])
+    elif not inside_blender():
+        return None
+    return sys.argv[sys.argv.index("--") + 1 :]
+
+
 def blender_env() -> dict:
     """Environment for Debian's Blender, which finds its Python (with apt's numpy/scipy) through the
     first python3 on PATH: ours (pyenv, a venv) is left out and the system's comes first."""
@@ -36,9 +58,15 @@ def blender_env() -> dict:
     return env
 
 
-def relaunch(script: str, blend: str, args: list) -> dict:
-    cmd = ["blender", "-b", "--factory-startup", blend, "--python", script, "--"] + args
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=blender_env())
+def relaunch(script: str, blend: str, args: list, python: str | None = None) -> dict:
+    """Run ``script`` on ``blend`` in Debian's Blender, or with ``python`` in its bpy module; its last JSON line."""
+    if python:
+        cmd = [python, script, BPY_MODULE, blend, "--"] + args
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    else:
+        cmd = ["blender", "-b", "--factory-startup", blend, "--python", script, "--"] + args
+        env = blender_env()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode or not lines:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])

@@ -2,6 +2,7 @@
 
     python3 benchmarks/live_fps.py --json --matrix-reuse 0           # target: fps ≥ 60, factorised every frame
     python3 benchmarks/live_fps.py --json --matrix-reuse 0 --leaves  # target: fps ≥ 24 with every leaf a segment
+    python3 benchmarks/live_fps.py --json --matrix-reuse 0 --python .venvs/bench-np2/bin/python  # in a bpy module
 
 The live step is the body of the Simulate operator's timer (addon.operators.step_live): one frame
 of physics (the live preview: one solver step of 1/fps s with at most the scene's Live Iterations
@@ -274,8 +275,8 @@ def _window(blend: str, args: list) -> dict:
 
 
 def main():
-    if _blender.inside_blender():
-        argv = sys.argv[sys.argv.index("--") + 1 :]
+    argv = _blender.blender_args()
+    if argv is not None:
         if argv[0] == "window":
             return window(float(argv[1]), argv[2] == "1", float(argv[3]), int(argv[4]), int(argv[5]))
         a = argv
@@ -301,9 +302,15 @@ def main():
         help="ticks timed with depsgraph.update() after them (depsgraph_ms; 0: none)",
     )
     ap.add_argument("--window", action="store_true", help="run Simulate in a window under xvfb-run instead")
+    ap.add_argument(
+        "--python",
+        help="an interpreter with the bpy module (pip install bpy): measure in it instead of Debian's blender",
+    )
     ap.add_argument("--seconds", type=float, default=8.0, help="with --window: seconds measured per setting")
     ap.add_argument("--scene-fps", type=int, default=0, help="with --window: the scene's frame rate (0: the file's)")
     args = ap.parse_args()
+    if args.window and args.python:
+        ap.error("--window runs Debian's blender; it does not take --python")
     if args.window:
         extra = [str(args.seconds), "1" if args.leaves else "0", str(args.wind), str(args.live_iterations)]
         _common.report(_window(args.blend, extra + [str(args.scene_fps)]), args.json, "{:>18}: {}")
@@ -320,6 +327,7 @@ def main():
             str(args.rounds),
             str(args.depsgraph_ticks),
         ],
+        python=args.python,
     )
     _common.report(result, args.json, "{:>18}: {}")
 
