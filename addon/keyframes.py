@@ -35,6 +35,22 @@ def _made_for(action, name: str) -> bool:
     return action.get(BAKE_TAG) is not None and action.get(BAKE_OWNER) == name
 
 
+def assigned_fcurves(holder) -> list:
+    """The F-curves that animate ``holder`` (an ID) through its action: from 4.4 only the channelbags of the slot
+    assigned to it (one action can hold the slots of several IDs), up to 4.3 all of the action's."""
+    anim = holder.animation_data if holder is not None else None
+    if anim is None or anim.action is None:
+        return []
+    action = anim.action
+    if not hasattr(action, "layers"):
+        return list(action.fcurves)
+    slot = anim.action_slot
+    if slot is None:
+        return []
+    bags = [st.channelbag(slot) for ly in action.layers for st in ly.strips]
+    return [fc for bag in bags if bag is not None for fc in bag.fcurves]
+
+
 def _fcurve(action, owner, data_path: str, index: int, group: str):
     if hasattr(action, "fcurve_ensure_for_datablock"):  # 4.4+: layered actions
         return action.fcurve_ensure_for_datablock(owner, data_path, index=index, group_name=group)

@@ -323,6 +323,17 @@ def _check_editable(s: Session, what: str) -> None:
             )
 
 
+def _check_not_tweaking(holder, what: str) -> None:
+    """Refuse while ``holder``'s NLA is in tweak mode: its action cannot be swapped then (Blender refuses)."""
+    anim = holder.animation_data
+    if anim is not None and anim.use_tweak_mode:
+        raise reader.ReadError(
+            f"'{holder.name}' is in NLA tweak mode (editing the strip of '{anim.action.name if anim.action else ''}'): "
+            f"{what} swaps its action, which Blender does not allow then; leave tweak mode first "
+            "(Nonlinear Animation editor: Edit > Stop Tweaking Strip Actions, Tab)"
+        )
+
+
 def check_bake(owner) -> None:
     """Refuse, with a reader.ReadError naming the object, a tree or curve (``owner``: its Sapling armature, or
     the curve) that Bake cannot bake, before anything changes: another run of it in progress, Pin To on its
@@ -342,6 +353,7 @@ def check_bake(owner) -> None:
                 "so Bake cannot write to it: make a library override (Object > Library Override > Make) "
                 "or make it local (Object > Relations > Make Local)"
             )
+    _check_not_tweaking(armature or curve.data, "Bake")
     try:
         if leaves is not None:
             point_cache.check_writable(leaves.name)
@@ -535,14 +547,12 @@ class BakeRun:
     def check_own_motion(arm) -> None:
         """Refuse an armature whose own action moves it: the bake replaces that action with the bones' keys,
         so the tree would stand still in playback while its bones sway as if carried."""
-        from .frames import TRANSFORM_PATHS, action_fcurves
+        from .frames import TRANSFORM_PATHS
 
-        anim = arm.animation_data if arm is not None else None
-        action = anim.action if anim is not None else None
-        if action is not None and any(fc.data_path.startswith(TRANSFORM_PATHS) for fc in action_fcurves(action)):
+        if any(fc.data_path.startswith(TRANSFORM_PATHS) for fc in keyframes.assigned_fcurves(arm)):
             raise ValueError(
-                f"Armature '{arm.name}' is moved by its own action '{action.name}', which Bake replaces with the "
-                "bones' keys: parent the tree to an Empty (Object > Parent) and move that instead"
+                f"Armature '{arm.name}' is moved by its own action '{arm.animation_data.action.name}', which Bake "
+                "replaces with the bones' keys: parent the tree to an Empty (Object > Parent) and move that instead"
             )
 
     def _take(self) -> None:
@@ -980,6 +990,7 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
         unlinked = keyframes.unlinked_bake_actions(holder)
         if action is None and not unlinked and not any(k in owner for k in BAKE_MARKS):
             raise LookupError(owner.name)
+        _check_not_tweaking(holder, "Free Bake")
         if owner.type == "ARMATURE" and any(n in owner.data.bones for n in owner.get(bones.ADDED_BONES, [])):
             try:
                 bones.check_editable(owner)  # removing the added bones needs Edit Mode: check before any change

@@ -6,10 +6,11 @@
     python3 tools/blender_matrix.py setup [VERSION]  # make the venvs of the bpy-module Blenders (all, or those named)
 
 Debian's Blender 3.4 is the application (``blender -b``, the legacy zip, apt's numpy/scipy/numba). Every newer one
-is Blender's ``bpy`` module from PyPI in a venv of its own under ``.venvs/``, except 5.0.1, which is the
-development venv ``.venv`` (requirements-dev.txt). The ``bpy`` module takes the venv's numpy, so each venv pins
-the numpy of that Blender: 1.26.4 for 4.2-5.0 (the 1.26.x Blender bundles up to 5.0), 2.5.5 for 5.2 and 5.3 (what
-their ``bpy`` wheels resolve to, ``numpy>=2.2,<3``: the numpy 2.x of Blender 5.1+).
+is Blender's ``bpy`` module from PyPI in a venv of its own under ``.venvs/``, with nothing else installed (the
+extension's bundled wheels are what it runs); the development venv ``.venv`` (requirements-dev.txt) has bpy 5.0.1
+too, with scipy and numba of its own, and runs the full test suite. The ``bpy`` module takes the venv's numpy, so
+each venv pins the numpy of that Blender: 1.26.4 for 4.2-5.0 (the 1.26.x Blender bundles up to 5.0), 2.5.5 for 5.2
+and 5.3 (what their ``bpy`` wheels resolve to, ``numpy>=2.2,<3``: the numpy 2.x of Blender 5.1+).
 
 The extension zip a Blender takes is named by the Blender range it is built for (tools/build_extension.py):
 ``stiff_rods-<version>-blender4.2-5.0-<platform>.zip`` (Python 3.11 wheels) and
@@ -76,14 +77,12 @@ class Blender:
 MATRIX = (
     Blender("3.4", "3.11", "system", "legacy", None),
     Blender("4.2.23", "3.11", "1.26.4", "4.2-5.0", VENVS / "blender-4.2", lts=True),
-    Blender("5.0.1", "3.11", "1.26.4", "4.2-5.0", ROOT / ".venv"),
+    Blender("5.0.1", "3.11", "1.26.4", "4.2-5.0", VENVS / "blender-5.0"),
     Blender("5.2.3", "3.13", "2.5.5", "5.1+", VENVS / "blender-5.2", lts=True),
     Blender("5.3.0", "3.13", "2.5.5", "5.1+", VENVS / "blender-5.3"),
 )
 NEWEST = MATRIX[-1]
 NEWEST_LTS = [b for b in MATRIX if b.lts][-1]
-# The venv whose Blender runs the full test suite (README's test command): the development venv.
-FULL_SUITE = MATRIX[2]
 
 
 def by_version(version: str) -> Blender:
@@ -104,9 +103,9 @@ def find_python(series: str) -> str | None:
 
 
 def setup(blender: Blender, required: bool = True) -> bool:
-    """Make ``blender``'s venv with its bpy module and numpy pinned (the development venv is left to
-    requirements-dev.txt). Without its Python: an error if ``required``, else a line that says so, and False."""
-    if blender.venv is None or blender.venv == ROOT / ".venv":
+    """Make ``blender``'s venv with its bpy module and numpy pinned (Debian's Blender comes from apt). Without its
+    Python: an error if ``required``, else a line that says so, and False."""
+    if blender.venv is None:
         return True
     if blender.available() is None:
         print(f"blender_matrix: Blender {blender.version}: {blender.venv} is ready", flush=True)

@@ -10,10 +10,6 @@
         With the add-on NOT enabled: plays the baked frames, compares bone tails with the
         simulation, checks every leaf vertex follows its bone rigidly, and with ``export`` writes
         FBX and glTF and counts their animation channels.
-    python3 e2e_sapling.py bpy5 OUT_DIR FRAMES EXTENSION_ZIP
-        With the ``bpy`` module (Blender 5.0): installs the extension zip, opens OUT_DIR/sapling.blend
-        (saved by the bake phase before converting), converts and bakes it into layered actions in
-        OUT_DIR/bpy5/, disables the extension, reopens the result and runs ``verify`` on it.
 Each phase prints one line ``E2E_RESULT {json}``.
 """
 
@@ -62,24 +58,6 @@ def bake_phase(preset, out, frames, zip_path):
     run_bake(preset, out, frames, "stiff_rods")
 
 
-def bpy5_phase(out, frames, zip_path):
-    """The same with the ``bpy`` module (Blender 4.4+ layered actions): install the extension zip,
-    open the untouched Sapling tree saved by the 3.4 phase, convert, bake, and compare."""
-    assert bpy.app.version >= (4, 2, 0)
-    bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
-    mod = "bl_ext.user_default.stiff_rods"
-    assert mod in sys.modules, "the extension did not enable"
-    work = os.path.join(out, "bpy5")
-    os.makedirs(work, exist_ok=True)
-    bpy.ops.wm.open_mainfile(filepath=os.path.join(out, "sapling.blend"))
-    run_bake(None, work, frames, mod)
-    import addon_utils
-
-    addon_utils.disable(mod, default_set=True)
-    bpy.ops.wm.open_mainfile(filepath=os.path.join(work, "tree.blend"))
-    verify_phase(work, frames, export=False)
-
-
 def prune_twig_bones(arm):
     """Delete the bones of every terminal branch (no other branch's bone hangs from it): a rig like the one
     Sapling makes for mesh trees (bones only for the first armLevels levels). The bake adds them back."""
@@ -114,8 +92,6 @@ def run_bake(preset, out, frames, mod):
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
     scene.frame_set(1)
-    if preset is not None:
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "sapling.blend"), copy=True)  # the untouched tree
     result = {"preset": preset}
     # every leaf a segment on the aspen and the birch (9459 leaves); pine and willow keep leaves on their
     # bones, which bounds CI time (the willow would be ~50k segments, simulated twice here)
@@ -309,9 +285,7 @@ def verify_phase(out, frames, export):
 
 
 args = argv() if "--" in sys.argv else sys.argv[1:]
-if args[0] == "bpy5":
-    bpy5_phase(args[1], int(args[2]), args[3])
-elif args[0] == "bake":
+if args[0] == "bake":
     bake_phase(args[1], args[2], int(args[3]), args[4])
 else:
     verify_phase(args[1], int(args[2]), "export" in args[3:])
