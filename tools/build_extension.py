@@ -174,24 +174,23 @@ def find_blender_ext(explicit: str | None = None) -> tuple[Path, Path] | None:
     return None
 
 
+def _check_names(names, known, what: str) -> list[str]:
+    """``names`` without repeats, each one of ``known``; a BuildError naming ``what`` otherwise."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        raise BuildError(f"no {what} given, known: {', '.join(known)}")
+    for name in names:
+        if name not in known:
+            raise BuildError(f"unknown {what} {name!r}, known: {', '.join(known)}")
+    return names
+
+
 def check_platforms(platforms) -> list[str]:
-    platforms = list(dict.fromkeys(platforms))
-    if not platforms:
-        raise BuildError(f"no platform given, known: {', '.join(PLATFORMS)}")
-    for platform in platforms:
-        if platform not in PLATFORMS:
-            raise BuildError(f"unknown platform {platform!r}, known: {', '.join(PLATFORMS)}")
-    return platforms
+    return _check_names(platforms, PLATFORMS, "platform")
 
 
 def check_ranges(ranges) -> list[str]:
-    ranges = list(dict.fromkeys(ranges))
-    if not ranges:
-        raise BuildError(f"no Blender range given, known: {', '.join(RANGES)}")
-    for name in ranges:
-        if name not in RANGES:
-            raise BuildError(f"unknown Blender range {name!r}, known: {', '.join(RANGES)}")
-    return ranges
+    return _check_names(ranges, RANGES, "Blender range")
 
 
 def fetch_wheels(
