@@ -93,13 +93,16 @@ def by_version(version: str) -> Blender:
 
 
 def find_python(series: str) -> str | None:
-    """An interpreter of Python ``series`` (e.g. "3.13"): ``python3.13`` on PATH, then pyenv's."""
-    found = shutil.which(f"python{series}")
-    if found:
-        return found
+    """An interpreter of Python ``series`` (e.g. "3.13") that runs: ``python3.13`` on PATH, then pyenv's (a pyenv
+    shim on PATH fails when that version is not the active one)."""
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(glob.glob(str(pyenv_root / "versions" / f"{series}.*" / "bin" / f"python{series}")))
-    return candidates[-1] if candidates else None
+    found = [shutil.which(f"python{series}")]
+    found += sorted(glob.glob(str(pyenv_root / "versions" / f"{series}.*" / "bin" / f"python{series}")), reverse=True)
+    for exe in filter(None, found):
+        done = subprocess.run([exe, "-c", "import venv, sys; print(sys.version)"], capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.startswith(series + "."):
+            return exe
+    return None
 
 
 def setup(blender: Blender, required: bool = True) -> bool:
