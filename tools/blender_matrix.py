@@ -152,7 +152,8 @@ def _compiled(zip_range: str) -> str:
     """Where the zip for ``zip_range`` runs the compiled solver (tools/bundled_wheels.py)."""
     if zip_range == "legacy":
         return "with numba in Blender's Python (Debian: python3-numba)"
-    sys.path.insert(0, str(ROOT / "tools"))
+    if str(ROOT / "tools") not in sys.path:  # loaded by path (the tests), not run from tools/
+        sys.path.insert(0, str(ROOT / "tools"))
     import bundled_wheels
 
     without = [p for p in bundled_wheels.PLATFORMS if p not in bundled_wheels.RANGES[zip_range].numba_platforms]
