@@ -245,7 +245,8 @@ class AerodynamicDrag:
             segs, self.rods.size, _c(sim.orientations), _c(sim.angular_velocities), _c(sim.velocities), u,
             self._gauss_arm, self._half_weight, _c(m.radii), self._plate_width, self._roll, self.cd_branch,
             self.cd_leaf_normal, self.cd_leaf_tangential, self.leaf_vogel_exponent,
-            self.leaf_reconfiguration_speed, _c(m.masses), _c(m.inertia), _c(m.lengths), float(sim.dt),
+            self.leaf_reconfiguration_speed, _c(m.masses), _c(m.inertia), _c(m.lengths),
+            float(sim.step_context.stage_dt),
             MAX_PLATE_SHIFT, MAX_PLATE_TURN, forces, torques, damping,
         )  # fmt: skip
         self.implicit_damping = damping
@@ -260,9 +261,9 @@ class AerodynamicDrag:
         linearise the rotations). The real leaf turns edge-on within that time; limited, it does so over
         a few steps."""
         p = self.plates
-        dt2 = sim.dt**2
-        mass = self.model.masses[p] + sim.dt * damping[p, 0]
-        inertia = self.model.inertia[p] + sim.dt * damping[p, 3:]
+        dt2 = sim.step_context.stage_dt**2
+        mass = self.model.masses[p] + sim.step_context.stage_dt * damping[p, 0]
+        inertia = self.model.inertia[p] + sim.step_context.stage_dt * damping[p, 3:]
         shift = dt2 * np.linalg.norm(forces[p], axis=1) / mass
         turn = dt2 * np.linalg.norm(np.einsum("kji,kj->ki", rot, torques[p]) / inertia, axis=1)
         limit = np.minimum(

@@ -332,14 +332,15 @@ class Contacts(ContactCandidates, PostStabilisation):
         """
         x_pred, q_pred = sim.positions, sim.orientations
         self._predicted = (x_pred.copy(), q_pred.copy())
-        x, q = (sim._saved[0], sim._saved[1]) if hasattr(sim, "_saved") else (x_pred.copy(), q_pred.copy())
+        ctx = sim.step_context
+        x, q = ctx.start_positions, ctx.start_orientations
         # Friction holds the material points at the implicit stage's start: the step's start pose for Euler, BDF2's
         # (4x_n − x_{n−1})/3, from which the Simulator takes the velocities (x − x̂)/h, so a sticking contact
         # leaves with no relative velocity. Detection stays on the step's start pose, where nothing overlaps.
-        x_ref, q_ref = (sim._x_prev, sim._q_prev) if hasattr(sim, "_x_prev") else (x, q)
+        x_ref, q_ref = ctx.stage_start_positions, ctx.stage_start_orientations
         self._start = (x_ref, q_ref)
-        # sim.dt is the implicit stage h while a step is open (2Δt/3 for BDF2): compliances scale with h, but the
-        # step ends at t + Δt, where the colliders are placed
+        # compliances scale with the implicit stage h (2Δt/3 for BDF2), but the step ends at t + Δt, where the
+        # colliders are placed
         t0, t1 = sim.time, sim.time + step_length(sim)
         self._t1 = t1
         turn = np.linalg.norm(quat.body_rotation_vector(q, q_pred), axis=1)
@@ -413,7 +414,7 @@ class Contacts(ContactCandidates, PostStabilisation):
         self._first_solve = True
         self._xpbd_step = False
         self._step_iterations, self._step_residual, self._step_solves = 0, 0.0, len(self.solve_log)
-        self._alpha_tilde = self.compliance / (sim.dt * sim.dt)
+        self._alpha_tilde = self.compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt)
         self._batches = [self._batch(idx, x_ref, q_ref, anchor_b) for idx in self._colour(sa, sb)]
         self._all = self._batch(np.arange(sa.size), x_ref, q_ref, anchor_b, direct=self.response == "direct")
         # Project the prediction out of the contacts before the first joint solve (extra Gauss–Seidel
@@ -440,7 +441,7 @@ class Contacts(ContactCandidates, PostStabilisation):
 
     def _warm_impulses(self, sim) -> dict:
         """λ_n of the pushing rows of the last step by :meth:`_row_keys`, scaled to this step's h (λ = F h²)."""
-        h = sim.dt
+        h = sim.step_context.stage_dt
         last = getattr(self, "_warm_h", None)
         self._warm_h = h
         if last is None or not hasattr(self, "_collider_of") or self.normal_impulse.size != self.sa.size:

@@ -53,7 +53,7 @@ class PostStabilisation(ContactResponse):
             return
         load = np.zeros(self.model.n_segments)  # [N] per segment, this step's contacts
         if self.n_contacts:
-            force = self.normal_impulse / (sim.dt * sim.dt)
+            force = self.normal_impulse / (sim.step_context.stage_dt * sim.step_context.stage_dt)
             np.maximum.at(load, self.sa, force)
             body = self.sb >= 0
             np.maximum.at(load, self.sb[body], force[body])
@@ -89,7 +89,7 @@ class PostStabilisation(ContactResponse):
         fa, fb, ga, gb = self._free_gradients(sim, dict(sa=sa, sb=sbs, env=env), n, za, zb, na_body, nb_body)
         sim._joint_values()
         jp, jc, _, _ = sim._joint_eval.jacobians()
-        alpha = np.full(c.size, self.direct_compliance / (sim.dt * sim.dt))
+        alpha = np.full(c.size, self.direct_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt))
         dx, _, _, _ = self._solve_rows(
             sim,
             (jp, jc),
@@ -125,10 +125,10 @@ class PostStabilisation(ContactResponse):
             sim,
             (jp, jc),
             np.zeros((sim.model.n_joints, 6)),
-            sim.alpha_tilde * sim.dt,
+            sim.alpha_tilde * sim.step_context.stage_dt,
             (fa, fb, ga, gb),
             jv,
-            np.full(fa.size, self.direct_compliance / sim.dt),
+            np.full(fa.size, self.direct_compliance / sim.step_context.stage_dt),
             np.zeros(fa.size),
         )
         sim.velocities[f] += dv[:, :3]

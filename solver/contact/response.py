@@ -176,8 +176,12 @@ class ContactResponse(ContactRows):
         rot_a, rot_b, za, zb, pa, pb = self._points(sim, b)
         n = self._normals(sim, b, za, zb, pa, pb)
         lam = self.normal_impulse
-        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
-        alpha = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt))
+        alpha = np.where(
+            b["env"],
+            max(self._alpha_tilde, self.collider_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt)),
+            at,
+        )
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
         na_body, nb_body = np.einsum("kji,kj->ki", rot_a, n), np.einsum("kji,kj->ki", rot_b, n)
         fa, fb, ga, gb = self._free_gradients(sim, b, n, za, zb, na_body, nb_body)
@@ -898,8 +902,12 @@ class ContactResponse(ContactRows):
         c = np.einsum("ij,ij->i", n, pa - pb) - self.rest
         rows, c_col, n = self._collider_geometry(sim, b, pa, n)
         c[rows] = c_col
-        at = max(self._alpha_tilde, self.direct_compliance / (sim.dt * sim.dt))
-        alpha_n = np.where(b["env"], max(self._alpha_tilde, self.collider_compliance / (sim.dt * sim.dt)), at)
+        at = max(self._alpha_tilde, self.direct_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt))
+        alpha_n = np.where(
+            b["env"],
+            max(self._alpha_tilde, self.collider_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt)),
+            at,
+        )
         return rot_a, rot_b, za, zb, pa, pb, n, c, at, alpha_n
 
     def _semismooth_state(self, sim, first: bool, residual_only: bool = False):
@@ -997,7 +1005,9 @@ class ContactResponse(ContactRows):
         sliding = np.where(
             self._sliding != 0, np.where(moving[:, None] & (np.arange(2) == 0), -1, np.sign(lam_t)), 0
         ).astype(np.int8)
-        alpha = np.full(c_t.shape, max(at, self.friction_compliance / (sim.dt * sim.dt)))
+        alpha = np.full(
+            c_t.shape, max(at, self.friction_compliance / (sim.step_context.stage_dt * sim.step_context.stage_dt))
+        )
         rows = FrictionRows(
             np.stack(ga, axis=1), np.stack(gb, axis=1), c_t + alpha * lam_t, alpha, lam_t, self.mu, sliding
         )

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 
 def step_length(sim) -> float:
-    """The whole step Δt [s], also while a step is open (``sim.dt`` is then the implicit stage, 2Δt/3 for BDF2)."""
-    return float(getattr(sim, "_dt", sim.dt))
+    """The whole step Δt [s] (the implicit stage, 2Δt/3 for BDF2, is ``sim.step_context.stage_dt``)."""
+    return float(sim.step_context.step_dt)
 
 
 class ContactState:

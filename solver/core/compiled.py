@@ -148,7 +148,7 @@ def _warm_up_drag(drag_kernel) -> None:
     sim = SimpleNamespace(
         positions=model.positions, orientations=model.orientations + 0.1 * rng.standard_normal((n, 4)),
         angular_velocities=rng.standard_normal((n, 3)), velocities=rng.standard_normal((n, 3)), time=0.0,
-        dt=1 / 60, compiled=False,
+        dt=1 / 60, compiled=False, step_context=SimpleNamespace(stage_dt=1 / 60, step_dt=1 / 60),
     )  # fmt: skip
     reference = drag(sim) + (drag.implicit_damping,)
     loads = drag.compiled_loads(sim, drag_kernel) + (drag.implicit_damping,)

@@ -54,9 +54,9 @@ class LoopClosingConstraints:
 
     def begin_step(self, sim) -> None:
         """λ ← 0 (Algorithm 1, line 4); α̃ = α/Δt² (Eq. 24) for the simulator's current Δt."""
-        if self._dt != sim.dt:
-            self._dt = sim.dt
-            self._alpha_tilde = joint_constraint.compliance(self.joints, sim.dt)
+        if self._dt != sim.step_context.stage_dt:
+            self._dt = sim.step_context.stage_dt
+            self._alpha_tilde = joint_constraint.compliance(self.joints, sim.step_context.stage_dt)
         self.lam[:] = 0.0
 
     def project(self, sim) -> float:

@@ -13,6 +13,7 @@ from . import compiled as compiled_kkt
 from . import joint_constraint
 from . import quaternion as quat
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
+from .hooks import StepContext
 from .integrator import check_integrator, mass_damping_for_ratio
 from .kkt_chain import ChainKKT, chain_order
 from .kkt_tree import TreeKKT
@@ -145,6 +146,7 @@ class Simulator:
             raise TypeError("model must be a RodModel")
         self.model = model
         self._step_open = False
+        self.step_context = StepContext(self)  # what hooks read (solver/core/hooks.py)
         self._integrator = check_integrator("integrator", integrator)
         self._stage: float | None = None  # stage length of the open step (set by begin_step)
         self._history: tuple | None = None  # BDF2: the step before, and the state it left (see begin_step)
@@ -258,11 +260,9 @@ class Simulator:
 
     @property
     def dt(self) -> float:
-        """The time step Δt [s]. Between :meth:`begin_step` and :meth:`end_step` it is the length of the implicit
-        stage the constraints are solved over (:attr:`stage_dt`; 2Δt/3 for ``"bdf2"``), so that constraint sets and
-        force fields that scale their compliance or implicit mass by ``sim.dt`` (contacts, loop closing, drag)
-        solve the same stage."""
-        return self.stage_dt if self._step_open else self._dt
+        """The time step Δt [s]. Hooks that scale a compliance or an implicit mass by the implicit stage read
+        ``step_context.stage_dt`` (:attr:`stage_dt`; 2Δt/3 for ``"bdf2"``)."""
+        return self._dt
 
     @dt.setter
     def dt(self, value: float) -> None:
@@ -437,7 +437,7 @@ class Simulator:
             w0 = (4.0 * self.angular_velocities - wp) / 3.0
             self._stage = self._dt * 2.0 / 3.0
         dt = self._stage
-        self._step_open = True  # from here on sim.dt is the stage (force fields are evaluated next)
+        self._step_open = True  # from here on step_context describes this step (force fields are evaluated next)
         try:
             f, t = self.external_loads()
         except BaseException:
