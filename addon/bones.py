@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solver.core import quaternion as quat
+from ..solver import quaternion as quat
 from .frames import metric
 
 ADDED_BONES = "stiff_rods_added_bones"

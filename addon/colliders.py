@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver.contact.colliders import Box, Mesh
-from ..solver.core import quaternion as quat
+from ..solver import Box, Mesh
+from ..solver import quaternion as quat
 from .frames import FramePoses, animated, metric, rigid
 
 FLAT_TOLERANCE = 1e-4  # relative to the mesh's size

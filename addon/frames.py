@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver.core import quaternion as quat
+from ..solver import quaternion as quat
 
 
 def unit_scale(scene) -> float:

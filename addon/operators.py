@@ -15,7 +15,7 @@ import numpy as np
 from bpy.props import IntProperty
 
 from ..solver import known_compiled_status, prepare_compiled
-from ..solver.core import quaternion as quat
+from ..solver import quaternion as quat
 from . import bones, keyframes, live_preview, point_cache, reader, wind
 from .fingerprint import fingerprint
 from .properties import own_parts

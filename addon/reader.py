@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from ..solver.build.resample import bezier_polyline, resample_polyline
+from ..solver import bezier_polyline, resample_polyline
 from .frames import metric
 
 BONE_NAME = re.compile(r"^bone(\d+)\.(\d+)$")

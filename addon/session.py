@@ -16,15 +16,21 @@ import typing
 import bpy
 import numpy as np
 
-from ..solver import JOINT_KINDS, Simulator
-from ..solver.build.binding import bind_points, carried_points, nearest_segments
-from ..solver.build.leaves import leaf_frames
-from ..solver.build.prestress import gravity_prestress
-from ..solver.build.tree_builder import attach_leaves, tree_from_branches
-from ..solver.contact import Contacts
-from ..solver.core import quaternion as quat
-from ..solver.core.fracture import Fracture
-from ..solver.models.rod_set import RodSet
+from ..solver import (
+    JOINT_KINDS,
+    Contacts,
+    Fracture,
+    RodSet,
+    Simulator,
+    attach_leaves,
+    bind_points,
+    carried_points,
+    gravity_prestress,
+    leaf_frames,
+    nearest_segments,
+    tree_from_branches,
+)
+from ..solver import quaternion as quat
 from . import reader
 from .bones import BoneRotations, rotation_matrices
 from .colliders import SceneCollider, collision_objects

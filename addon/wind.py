@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from ..solver.air import wind as solver_wind
-from ..solver.air.drag import AerodynamicDrag
+from ..solver import AerodynamicDrag, WindField, WindSum
+from ..solver import storm as storm_speed
 from .frames import animated, unit_scale
 
 GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noise
@@ -72,9 +72,9 @@ class SceneWind:
         self.use_storm = storm
         self.animated = any(animated(o, paths=("",)) for o in field_objects)  # strength, noise, … and transform
         self.unit = unit_scale(scene)  # metres per Blender unit
-        self.fields: list[solver_wind.WindField | None] = [None] * len(field_objects)
+        self.fields: list[WindField | None] = [None] * len(field_objects)
         self.storm = None
-        self.wind = solver_wind.WindSum([])
+        self.wind = WindSum([])
         self.fps = scene.render.fps / scene.render.fps_base
 
     @classmethod
@@ -123,7 +123,7 @@ class SceneWind:
                     seed=int(f.seed),
                     **_falloff(f, unit),
                 )
-            self.fields[i] = solver_wind.WindField(**params)
+            self.fields[i] = WindField(**params)
         if self.use_storm and (first or self.storm is None):
             self.storm = self._storm()
         self.wind.winds[:] = [w for w in self.fields + [self.storm] if w is not None]
@@ -137,8 +137,8 @@ class SceneWind:
             raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
         t0, t1, t2, t3 = (sec(f) for f in frames)
         peak = ss.storm_peak_speed
-        return solver_wind.WindField(
-            speed=lambda t: solver_wind.storm(t, t0, t1, t2, t3, peak),
+        return WindField(
+            speed=lambda t: storm_speed(t, t0, t1, t2, t3, peak),
             direction=(math.cos(a), math.sin(a), 0.0),
             profile="power",
             reference_height=10.0,

@@ -21,6 +21,7 @@ Public API::
 
 import types
 
+from .core import quaternion as quaternion  # unit quaternions (w, x, y, z) as arrays: the add-on's rotations
 # The public API: each name is imported as itself from its layer (an explicit re-export).
 from .air import AerodynamicDrag as AerodynamicDrag
 from .air import WindField as WindField
@@ -29,11 +30,13 @@ from .air import storm as storm
 from .build import PRESETS as PRESETS
 from .build import Material as Material
 from .build import attach_leaves as attach_leaves
+from .build import bezier_polyline as bezier_polyline
 from .build import bind_points as bind_points
 from .build import carried_points as carried_points
 from .build import gravity_prestress as gravity_prestress
 from .build import leaf_frames as leaf_frames
 from .build import material as material
+from .build import nearest_segments as nearest_segments
 from .build import resample_polyline as resample_polyline
 from .build import tree_from_branches as tree_from_branches
 from .contact import Box as Box
