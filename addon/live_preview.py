@@ -8,7 +8,7 @@ tick: every point and handle keeps the envelope weights its bones give it in the
 Blender's envelope deform weighs them) and moves by the weighted mean of their motions, the bones posed from
 their quaternions down the chain as Blender poses them; Auto and Vector handles are then recomputed from the
 moved points, as Blender does after a deform. On the birch the evaluated curve lies within 6 µm of Blender's
-own (tests/test_blender_live_preview.py). :meth:`EnvelopePreview.restore` puts the points and the modifier's
+own (tests/blender/test_blender_live_preview.py). :meth:`EnvelopePreview.restore` puts the points and the modifier's
 viewport flag back exactly as they were.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bones import rotation_matrices
+from .bone_maps import rotation_matrices
 
 NO_CONTRIBUTION = 1e-4  # Blender leaves a point whose summed envelope weights are at most this where it is
 

@@ -8,7 +8,7 @@ import bpy
 
 from ..solver import known_compiled_status
 from . import forest
-from .operators import up_to_date
+from .checks import up_to_date
 from .properties import settings_owner
 from .session import SESSIONS
 
@@ -43,6 +43,116 @@ def chosen_lines(context, every: float = 1.0) -> list[tuple[str, str]]:
     return lines
 
 
+def _draw_rod(layout, s) -> None:
+    """The rod's settings ``s`` (an object's stiff_rods): model, material, geometry, supports, contact, breakage."""
+    col = layout.column()
+    col.prop(s, "rod_model")
+    col.prop(s, "material")
+    if s.material == "CUSTOM":
+        col.prop(s, "youngs_modulus_gpa")
+        col.prop(s, "torsion_modulus_gpa")
+        col.prop(s, "density")
+    col.prop(s, "damping")
+    col.prop(s, "default_radius")
+    col.prop(s, "segment_length")
+    col.prop(s, "pin_root")
+    if s.pin_root:
+        col.prop(s, "root_joint")
+        if s.root_joint in ("HINGE", "RAIL"):
+            col.prop(s, "root_axis")
+    col.prop(s, "rest_shape")
+    col.prop(s, "stretch")
+    if s.stretch == "PHYSICAL":
+        col.prop(s, "shear_coefficient")
+    col.prop(s, "use_leaves")
+    col.prop(s, "add_bones")
+    col.prop(s, "pin_object")
+    col.prop(s, "pin_joint")
+    if s.pin_joint in ("HINGE", "RAIL"):
+        col.prop(s, "pin_axis")
+    col.prop(s, "collide")
+    col.prop(s, "friction")
+    col.prop(s, "self_collision")
+    col.prop(s, "use_fracture")
+    if s.use_fracture:
+        col.prop(s, "rupture_strain")
+    col.prop(s, "drag_coefficient")
+
+
+def _draw_solver(layout, sc) -> None:
+    """The scene's solver settings ``sc``: compiled status, steps, iterations, integrator, damping, gravity."""
+    box = layout.box()
+    box.label(text="Solver")
+    known = known_compiled_status()  # (not loaded before the first Convert/Simulate/Bake: no compiling in draw)
+    if known is not None:
+        box.label(text=known[1], icon="CHECKMARK" if known[0] else "ERROR")
+    box.prop(sc, "substeps")
+    box.prop(sc, "iterations")
+    box.prop(sc, "live_iterations")
+    box.prop(sc, "live_matrix_reuse")
+    box.prop(sc, "tolerance")
+    box.prop(sc, "integrator")
+    box.prop(sc, "use_damping_ratio")
+    if sc.use_damping_ratio:
+        row = box.row(align=True)
+        row.prop(sc, "damping_ratio")
+        row.prop(sc, "damping_frequency")
+    box.prop(sc, "use_scene_gravity")
+
+
+def _draw_wind(layout, sc) -> None:
+    """Force fields and the storm's profile (speeds, frames, gusts, turbulence)."""
+    box = layout.box()
+    box.label(text="Wind")
+    row = box.row()
+    row.prop(sc, "use_force_fields")
+    row.prop(sc, "field_speed_scale")
+    row = box.row()
+    row.prop(sc, "use_storm")
+    row.operator("stiff_rods.storm_preset")
+    if sc.use_storm:
+        col = box.column(align=True)
+        col.prop(sc, "storm_peak_speed")
+        col.prop(sc, "storm_direction")
+        row = col.row(align=True)
+        row.prop(sc, "storm_frame_start")
+        row.prop(sc, "storm_frame_peak_start")
+        row = col.row(align=True)
+        row.prop(sc, "storm_frame_peak_end")
+        row.prop(sc, "storm_frame_end")
+        col.prop(sc, "storm_gusts")
+        col.prop(sc, "storm_turbulence")
+        col.prop(sc, "storm_turbulence_length")
+        col.prop(sc, "storm_seed")
+
+
+def _draw_forest(layout, context, sc) -> None:
+    """The forest's collection and workers, the trees the operators would act on, and the running bake's status."""
+    box = layout.box()
+    box.label(text="Forest")
+    box.prop(sc, "forest_collection")
+    box.prop(sc, "forest_workers")
+    for text, icon in chosen_lines(context):
+        box.label(text=text, icon=icon)
+    status = forest.STATUS.get(context.scene.name)
+    if status:
+        box.label(text=status, icon="TIME")
+
+
+def _draw_session(layout, context, owner) -> None:
+    """The live session's model size, cost per step and residual (nothing when ``owner`` has none)."""
+    session = SESSIONS.get(owner.name)
+    if session is None:
+        return
+    st = session.stats()
+    box = layout.box()
+    if not up_to_date(session, owner, context.scene):
+        box.label(text="Model out of date: Simulate and Bake rebuild it", icon="ERROR")
+    box.label(text=f"Segments: {st['segments']}   Joints: {st['joints']}")
+    box.label(text=f"{st['ms_per_step']:.1f} ms/step, {st['iterations']:.1f} iterations")
+    box.label(text=f"Residual ‖C + α̃λ‖∞: {st['residual']:.2e}")
+
+
 class STIFF_RODS_PT_main(bpy.types.Panel):
     bl_label = "Stiff Rods"
     bl_space_type = "VIEW_3D"
@@ -58,103 +168,18 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         owner = settings_owner(obj)
         if owner != obj:
             layout.label(text=f"Settings of '{owner.name}'")
-        s = owner.stiff_rods
-        col = layout.column()
-        col.prop(s, "rod_model")
-        col.prop(s, "material")
-        if s.material == "CUSTOM":
-            col.prop(s, "youngs_modulus_gpa")
-            col.prop(s, "torsion_modulus_gpa")
-            col.prop(s, "density")
-        col.prop(s, "damping")
-        col.prop(s, "default_radius")
-        col.prop(s, "segment_length")
-        col.prop(s, "pin_root")
-        if s.pin_root:
-            col.prop(s, "root_joint")
-            if s.root_joint in ("HINGE", "RAIL"):
-                col.prop(s, "root_axis")
-        col.prop(s, "rest_shape")
-        col.prop(s, "stretch")
-        if s.stretch == "PHYSICAL":
-            col.prop(s, "shear_coefficient")
-        col.prop(s, "use_leaves")
-        col.prop(s, "add_bones")
-        col.prop(s, "pin_object")
-        col.prop(s, "pin_joint")
-        if s.pin_joint in ("HINGE", "RAIL"):
-            col.prop(s, "pin_axis")
-        col.prop(s, "collide")
-        col.prop(s, "friction")
-        col.prop(s, "self_collision")
-        col.prop(s, "use_fracture")
-        if s.use_fracture:
-            col.prop(s, "rupture_strain")
-        col.prop(s, "drag_coefficient")
+        _draw_rod(layout, owner.stiff_rods)
         sc = context.scene.stiff_rods
-        box = layout.box()
-        box.label(text="Solver")
-        known = known_compiled_status()  # (not loaded before the first Convert/Simulate/Bake: no compiling in draw)
-        if known is not None:
-            box.label(text=known[1], icon="CHECKMARK" if known[0] else "ERROR")
-        box.prop(sc, "substeps")
-        box.prop(sc, "iterations")
-        box.prop(sc, "live_iterations")
-        box.prop(sc, "live_matrix_reuse")
-        box.prop(sc, "tolerance")
-        box.prop(sc, "integrator")
-        box.prop(sc, "use_damping_ratio")
-        if sc.use_damping_ratio:
-            row = box.row(align=True)
-            row.prop(sc, "damping_ratio")
-            row.prop(sc, "damping_frequency")
-        box.prop(sc, "use_scene_gravity")
-        box = layout.box()
-        box.label(text="Wind")
-        row = box.row()
-        row.prop(sc, "use_force_fields")
-        row.prop(sc, "field_speed_scale")
-        row = box.row()
-        row.prop(sc, "use_storm")
-        row.operator("stiff_rods.storm_preset")
-        if sc.use_storm:
-            col = box.column(align=True)
-            col.prop(sc, "storm_peak_speed")
-            col.prop(sc, "storm_direction")
-            row = col.row(align=True)
-            row.prop(sc, "storm_frame_start")
-            row.prop(sc, "storm_frame_peak_start")
-            row = col.row(align=True)
-            row.prop(sc, "storm_frame_peak_end")
-            row.prop(sc, "storm_frame_end")
-            col.prop(sc, "storm_gusts")
-            col.prop(sc, "storm_turbulence")
-            col.prop(sc, "storm_turbulence_length")
-            col.prop(sc, "storm_seed")
-        box = layout.box()
-        box.label(text="Forest")
-        box.prop(sc, "forest_collection")
-        box.prop(sc, "forest_workers")
-        for text, icon in chosen_lines(context):
-            box.label(text=text, icon=icon)
-        status = forest.STATUS.get(context.scene.name)
-        if status:
-            box.label(text=status, icon="TIME")
+        _draw_solver(layout, sc)
+        _draw_wind(layout, sc)
+        _draw_forest(layout, context, sc)
         row = layout.row(align=True)
         row.operator("stiff_rods.convert")
         row.operator("stiff_rods.simulate")
         row = layout.row(align=True)
         row.operator("stiff_rods.bake")
         row.operator("stiff_rods.free_bake")
-        session = SESSIONS.get(owner.name)
-        if session is not None:
-            st = session.stats()
-            box = layout.box()
-            if not up_to_date(session, owner, context.scene):
-                box.label(text="Model out of date: Simulate and Bake rebuild it", icon="ERROR")
-            box.label(text=f"Segments: {st['segments']}   Joints: {st['joints']}")
-            box.label(text=f"{st['ms_per_step']:.1f} ms/step, {st['iterations']:.1f} iterations")
-            box.label(text=f"Residual ‖C + α̃λ‖∞: {st['residual']:.2e}")
+        _draw_session(layout, context, owner)
 
 
 classes = (STIFF_RODS_PT_main,)

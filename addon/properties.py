@@ -6,6 +6,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty
 
 from . import reader
+from .spec import material_items
 
 
 def own_parts(owner) -> dict:
@@ -53,13 +54,7 @@ def _pin_candidate(settings, obj) -> bool:
 class StiffRodsObjectSettings(bpy.types.PropertyGroup):
     material: EnumProperty(
         name="Material",
-        items=[
-            ("WOOD", "Wood (E 12.5 GPa, G 6.5 GPa, 1000 kg/m³)", "Deul et al.'s trees"),
-            ("LEAF", "Leaf (E 1.2 GPa, G 0.6 GPa, 1000 kg/m³)", "Deul et al.'s leaves"),
-            ("STEEL", "Steel (E 209 GPa, G 79 GPa, 7800 kg/m³)", "Spring steel"),
-            ("RUBBER", "Rubber (E 0.05 GPa, G 0.017 GPa, 1100 kg/m³)", "A soft cable"),
-            ("CUSTOM", "Custom", "Use the moduli and density below"),
-        ],
+        items=material_items(),  # the solver's presets (solver/build/materials.py), then Custom
         default="WOOD",
     )
     rod_model: EnumProperty(

@@ -310,3 +310,21 @@ def read_leaf_mesh(leaves, bone_names, unit: float = 1.0) -> LeafMesh | None:
     bone = group_bone[wg]
     keep = (bone >= 0) & (entries[:, 2] > 0)  # groups that are no bone do not deform (Armature modifier)
     return LeafMesh(co, co_local, start, total, loops, wv[keep], bone[keep], entries[keep, 2], mw)
+
+
+def hook_targets(curve, unit: float = 1.0) -> list:
+    """(hook object, world position [m] of its first hooked control point) for each Hook modifier of ``curve``."""
+    mw = metric(curve.matrix_world, unit)
+    flat = []  # control point positions in the curve's index order
+    for sp in curve.data.splines:
+        if sp.type == "BEZIER":
+            for p in sp.bezier_points:  # a Bézier point counts 3 hook indices: handle, point, handle
+                flat += [p.handle_left, p.co, p.handle_right]
+        else:
+            flat += [p.co.xyz for p in sp.points]
+    out = []
+    for mod in curve.modifiers:
+        if mod.type == "HOOK" and mod.object is not None and len(mod.vertex_indices):
+            p = np.array(flat[mod.vertex_indices[0]])
+            out.append((mod.object, mw[:3, :3] @ p + mw[:3, 3]))
+    return out

@@ -32,6 +32,8 @@ import numpy as np
 from ..solver import AerodynamicDrag, WindField, WindSum
 from ..solver import storm as storm_speed
 from .frames import animated, unit_scale
+from .settings import wind_spec
+from .spec import StormSpec
 
 GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noise
 
@@ -67,7 +69,7 @@ class SceneWind:
     """The wind of a scene as one solver wind (``velocity(points, t)``), refreshed frame by frame."""
 
     def __init__(self, scene, field_objects, storm: bool):
-        self.scene_settings = scene.stiff_rods
+        self.scene = scene  # its wind settings are read again at every frame (Field Speed may change live)
         self.field_objects = field_objects
         self.use_storm = storm
         self.animated = any(animated(o, paths=("",)) for o in field_objects)  # strength, noise, … and transform
@@ -80,9 +82,9 @@ class SceneWind:
     @classmethod
     def from_scene(cls, scene):
         """The scene's wind, or None when there is none (no drag is added then)."""
-        ss = scene.stiff_rods
+        ws = wind_spec(scene)
         objs = []
-        if ss.use_force_fields:
+        if ws.use_force_fields:
             objs = [
                 o
                 for o in scene.objects
@@ -91,14 +93,14 @@ class SceneWind:
                 and not o.hide_viewport
                 and o.field.strength != 0.0
             ]
-        if not objs and not ss.use_storm:
+        if not objs and not ws.use_storm:
             return None
-        return cls(scene, objs, ss.use_storm)
+        return cls(scene, objs, ws.use_storm)
 
     def read(self, scene, frame: int, t: float, first: bool = False) -> None:
         """Parameters at ``frame`` (the scene is evaluated at that frame), simulation time ``t`` [s]."""
-        ss = self.scene_settings
-        scale, unit = ss.field_speed_scale, self.unit
+        ws = wind_spec(self.scene)
+        scale, unit = ws.field_speed_scale, self.unit
         if first:
             self.start_frame, self.start_t = frame, t
         for i, obj in enumerate(self.field_objects):
@@ -125,28 +127,27 @@ class SceneWind:
                 )
             self.fields[i] = WindField(**params)
         if self.use_storm and (first or self.storm is None):
-            self.storm = self._storm()
+            self.storm = self._storm(ws.storm)
         self.wind.winds[:] = [w for w in self.fields + [self.storm] if w is not None]
 
-    def _storm(self):
-        ss = self.scene_settings
+    def _storm(self, ss: StormSpec):
         sec = lambda frame: self.start_t + (frame - self.start_frame) / self.fps  # noqa: E731
-        a = math.radians(ss.storm_direction)
-        frames = (ss.storm_frame_start, ss.storm_frame_peak_start, ss.storm_frame_peak_end, ss.storm_frame_end)
+        a = math.radians(ss.direction)
+        frames = ss.frames
         if not all(x <= y for x, y in itertools.pairwise(frames)):
             raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
         t0, t1, t2, t3 = (sec(f) for f in frames)
-        peak = ss.storm_peak_speed
+        peak = ss.peak_speed
         return WindField(
             speed=lambda t: storm_speed(t, t0, t1, t2, t3, peak),
             direction=(math.cos(a), math.sin(a), 0.0),
             profile="power",
             reference_height=10.0,
             ground_height=0.0,
-            gust_intensity=ss.storm_gusts,
-            turbulence_intensity=ss.storm_turbulence,
-            turbulence_length=ss.storm_turbulence_length,
-            seed=ss.storm_seed,
+            gust_intensity=ss.gusts,
+            turbulence_intensity=ss.turbulence,
+            turbulence_length=ss.turbulence_length,
+            seed=ss.seed,
         )
 
     def drag(self, model, drag_coefficient: float = 1.2):

@@ -27,7 +27,7 @@ gravity; a load P = 0.1 N at A's middle presses A onto B. At rest, the contact f
 deflections against Euler–Bernoulli with k = 192 E I / L³: F = P k_B / (k_A + k_B), δ_A = δ_B = F / k_B (within
 2 %; the single beam's own discretisation error is reported beside them).
 
-``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(direct_method=)`` (default: the
+``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(method=)`` (default: the
 active set; ``schur``: a QP with the Coulomb disks on the contact Schur complement per Newton iteration, Coulomb's
 bound by Newton's method, the joints' step with their geometric stiffness, which meets the 12 capstan targets with
 none of the 1609 ``--quick`` steps at the cap, docs/notes/contacts.md).
@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common  # noqa: E402
 
 from solver import Capsule, Contacts, Plane, RodModel, Simulator, rod_from_polyline  # noqa: E402
+from solver.contact import SchurOptions, SemismoothOptions  # noqa: E402
 
 G = 9.81
 MAX_ITERATIONS = 50
@@ -108,9 +109,10 @@ def _advance(sim, steps: int, t: np.ndarray, s: np.ndarray, measure) -> str:
     return ""
 
 
-def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1 / 200, **contact_options) -> dict:
+def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1 / 200, method="active_set") -> dict:
     """A rod on an inclined plane; returns the slide s(t) [m] of its centre of mass, the fitted
-    acceleration, the analytic one (0 when it sticks) and the contact statistics."""
+    acceleration, the analytic one (0 when it sticks) and the contact statistics. ``method``: the contacts'
+    solver (``Contacts(method=)``: a name or options; here and below)."""
     th = np.radians(degrees)
     r = 0.01
     down = np.array([np.cos(th), 0.0, -np.sin(th)])
@@ -118,7 +120,7 @@ def incline(degrees: float, mu: float = 0.5, seconds: float = 2.0, dt: float = 1
     pts = np.linspace(0, 0.2, 6)[:, None] * down + r * normal
     model = rod_from_polyline(pts, r, 1e9)
     sim = Simulator(model, dt=dt, max_iterations=MAX_ITERATIONS, tolerance=TOLERANCE)
-    contacts = Contacts(model, [Plane(normal, 0.0)], friction=mu, response="direct", **contact_options)
+    contacts = Contacts(model, [Plane(normal, 0.0)], friction=mu, method=method)
     sim.gs_constraints.append(contacts)
     x0 = sim.positions.mean(axis=0)
     steps = int(round(seconds / dt))
@@ -160,13 +162,16 @@ def capstan_rope(
     return pts, t_hi, t_lo, (n_st, n_arc, n_st)
 
 
-def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, **contact_options):
+def _joint_point_rows(method) -> bool:
+    """Whether ``method``'s rows are one per joint point against a collider (the Newton methods)."""
+    return isinstance(method, (SemismoothOptions, SchurOptions)) or method in ("semismooth", "schur")
+
+
+def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, method="active_set"):
     """The rope of :func:`capstan_rope` over the cylinder with end blocks m1 (load) and m2 (hold) pulled along the
     ends' tangents by their weights; returns the simulator, its contacts, the model and the tangents and counts."""
     r, cyl, density = 0.003, 0.05, 1150.0
-    pts, t1, t2, counts = capstan_rope(
-        wrap, r, cyl, joints=contact_options.get("direct_method") in ("semismooth", "schur")
-    )
+    pts, t1, t2, counts = capstan_rope(wrap, r, cyl, joints=_joint_point_rows(method))
     model = rod_from_polyline(pts, r, 1e6, density=density, rest="straight")
     dens = model.densities.copy()
     vol = model.masses / model.densities
@@ -176,17 +181,17 @@ def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, **co
     sim.forces[0] = m1 * G * t1
     sim.forces[-1] = m2 * G * t2
     cylinder = Capsule((0.0, -0.3, 0.0), (0.0, 0.3, 0.0), cyl, friction=mu)
-    contacts = Contacts(model, [cylinder], friction=mu, response="direct", **contact_options)
+    contacts = Contacts(model, [cylinder], friction=mu, method=method)
     sim.gs_constraints.append(contacts)
     return sim, contacts, model, t1, counts
 
 
-def drape(seconds: float = 0.5, dt: float = 1 / 200, **contact_options) -> dict:
+def drape(seconds: float = 0.5, dt: float = 1 / 200, method="active_set") -> dict:
     """The frictionless rope over the cylinder (θ = π, equal 1 kg end blocks): the load end's slide [m], the largest
     rise of kinetic energy minus the end loads' work over a step [J], the deepest exact surface overlap over the
     radius, and the contact statistics."""
     r = 0.003
-    sim, contacts, model, t1, _ = _capstan_scene(np.pi, 0.0, 1.0, 1.0, dt, **contact_options)
+    sim, contacts, model, t1, _ = _capstan_scene(np.pi, 0.0, 1.0, 1.0, dt, method)
     x0 = sim.positions[0].copy()
     steps = int(round(seconds / dt))
     t, s = np.zeros(steps + 1), np.zeros(steps + 1)
@@ -204,14 +209,22 @@ def drape(seconds: float = 0.5, dt: float = 1 / 200, **contact_options) -> dict:
     return out | contact_stats(contacts, r)
 
 
-def capstan(mu: float, wrap: float, ratio: float, seconds: float = 2.0, dt: float = 1 / 200, **contact_options) -> dict:
-    """The capstan with m₁ = ratio · e^{μθ} · m₂ (m₂ = 1 kg); returns the load end's slide s(t) along its
+def capstan(
+    mu: float,
+    wrap: float,
+    ratio: float,
+    seconds: float = 2.0,
+    dt: float = 1 / 200,
+    method="active_set",
+    block: float = 1.0,
+) -> dict:
+    """The capstan with m₁ = ratio · e^{μθ} · m₂ (m₂ = ``block`` kg); returns the load end's slide s(t) along its
     tangent, the fitted acceleration, the analytic one (0 when it holds) and the contact statistics."""
     r, cyl, density = 0.003, 0.05, 1150.0
     e = np.exp(mu * wrap)
-    m2 = float(contact_options.pop("block", 1.0))
+    m2 = float(block)
     m1 = ratio * e * m2
-    sim, contacts, model, t1, (n1, n_arc, n2) = _capstan_scene(wrap, mu, m1, m2, dt, **contact_options)
+    sim, contacts, model, t1, (n1, n_arc, n2) = _capstan_scene(wrap, mu, m1, m2, dt, method)
     x0 = sim.positions[0].copy()
     steps = int(round(seconds / dt))
     t, s = np.zeros(steps + 1), np.zeros(steps + 1)
@@ -268,7 +281,7 @@ def crossing(
     load: float = 0.1,
     span: float = 1.0,
     dt: float = 1 / 200,
-    **contact_options,
+    method="active_set",
 ) -> dict:
     """Two crossing clamped–clamped beams (:func:`clamped_beam`, span 1 m, E = 0.1 GPa): B along x, A along y on
     top of it, touching at both middles, frictionless, no gravity; a load P at A's middle (ramped over 0.2 s,
@@ -299,7 +312,7 @@ def crossing(
     _, alone, _ = at_rest(beam_b, mid_b)
     model = join_rods(beam_b, beam_a)
     mid_a = beam_b.n_segments + beam_a.n_segments // 2
-    contacts = Contacts(model, friction=0.0, self_collision=True, response="direct", **contact_options)
+    contacts = Contacts(model, friction=0.0, self_collision=True, method=method)
     sim, sag, failed = at_rest(model, mid_a, contacts)
     measured = float(contacts.normal_impulse.sum() / sim.dt**2)
     out = dict(
@@ -330,7 +343,7 @@ def slides_of(runs, kind: str):
 
 def run_all(hold_seconds: float = 2.0, method: str = "active_set") -> dict:
     runs = []
-    opt = dict(direct_method=method)
+    opt = dict(method=method)
     for deg in (20.0, 35.0, 60.0):
         runs.append(("incline", incline(deg, seconds=hold_seconds if deg < 26.0 else 0.4, **opt)))
     for mu in (0.2, 0.5):
@@ -379,7 +392,7 @@ def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="0.5 s holds instead of 2 s")
     ap.add_argument(
-        "--method", choices=("active_set", "semismooth", "schur"), default="active_set", help="direct_method"
+        "--method", choices=("active_set", "semismooth", "schur"), default="active_set", help="Contacts(method=)"
     )
     args = ap.parse_args()
     logging.getLogger("solver.contact").setLevel(logging.ERROR)  # counted in the result instead

@@ -6,7 +6,7 @@ Rope: 30 segments of 10 mm, r = 5 mm, E = 10 MPa, 1150 kg/m³, horizontal, 10 cm
 0.3 s. Colliders: a cylinder (``Capsule``, R = 5 cm, axis y, under the rope's middle) and the top edge of a box
 turned 45° about y (a 90° ridge along y under the rope's middle). Rods: two such rods (no gravity) crossing at
 90°, 5 cm apart, closing at 10 m/s (each at 5 m/s), ``self_contacts="points"``, frictionless at Δt = 1/60 and
-1/200 s, and with μ = 0.3 at 1/200 s (``direct_max_move`` 2 r).
+1/200 s, and with μ = 0.3 at 1/200 s (``ActiveSetOptions.max_move`` 2 r).
 
 Measured independently of the contact rows, after every step: the deepest penetration over the radius (the
 collider's exact signed distance at 9 points along every segment's axis, less r; between the rods the exact
@@ -15,7 +15,7 @@ below it (a rope that bounces off the ridge may land on one of its faces, below 
 swap sides. Contact statistics from ``Contacts.reports`` (steps at the 50-iteration cap, median iterations).
 Targets: no pass-through, penetration ≤ 0.05 r.
 
-``--method schur`` runs every scene with ``Contacts(direct_method="schur")``, the rods with segment-pair rows
+``--method schur`` runs every scene with ``Contacts(method=SchurOptions(...))``, the rods with segment-pair rows
 (``self_contacts="pairs"``) and with μ = 0.3 at both Δt, without a Newton step limit. Measured: no pass-through;
 the rope drops 0.046 r (cylinder, both Δt), 0.021 r and 0.024 r (edge), 1 of their 156 steps at the cap; the rods
 5e-5 r at most, no step at the cap, frictionless or with μ 0.3 (median 3–4 iterations, at most 10;
@@ -40,13 +40,20 @@ import _common  # noqa: E402
 from contact_closed_forms import MAX_ITERATIONS, TOLERANCE, _advance, contact_stats, join_rods  # noqa: E402
 
 from solver import Box, Capsule, Contacts, Simulator, rod_from_polyline  # noqa: E402
+from solver.contact import ActiveSetOptions, DetectionOptions, SchurOptions  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
 
 R_ROPE = 0.005
 SPEED = 10.0
-# the contact options of every run: friction rows as compliant as the Slinky's (benchmarks/slinky.py), and each
-# direct solve's Newton step limited to 2 r (a rope folding round a collider within one step otherwise diverges)
-OPTIONS = dict(response="direct", friction_compliance=1e-4, direct_max_move=2 * R_ROPE)
+
+
+def contact_method(method: str, max_move: float | None = 2 * R_ROPE):
+    """The contact options of every run: friction rows as compliant as the Slinky's (benchmarks/slinky.py), and each
+    active-set solve's Newton step limited to ``max_move`` [m] (2 r: a rope folding round a collider within one step
+    otherwise diverges)."""
+    if method == "schur":
+        return SchurOptions(friction_compliance=1e-4)
+    return ActiveSetOptions(friction_compliance=1e-4, max_move=max_move)
 
 
 def rope(z: float, n: int = 30, length: float = 0.3, along=(1.0, 0.0, 0.0)):
@@ -86,14 +93,14 @@ def _run(sim, seconds: float, depth) -> tuple[str, float]:
     return failed, float(np.nanmax(d))
 
 
-def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, **options) -> dict:
+def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, method: str = "active_set") -> dict:
     """The rope dropped at 10 m/s onto ``target`` ("cylinder" or "edge"): deepest penetration over r, the lowest
     height of its middle, pass-through, and the contact statistics."""
     col, top, below = collider(target, mu)
     model = rope(top + R_ROPE + 0.1)
     sim = Simulator(model, dt=dt, max_iterations=MAX_ITERATIONS, tolerance=TOLERANCE)
     sim.velocities[:, 2] = -SPEED
-    contacts = Contacts(model, [col], friction=mu, **(OPTIONS | options))
+    contacts = Contacts(model, [col], friction=mu, method=contact_method(method))
     sim.gs_constraints.append(contacts)
     mid = model.n_segments // 2
     lowest = [np.inf]
@@ -110,9 +117,17 @@ def drop(target: str, dt: float, seconds: float = 0.3, mu: float = 0.3, **option
     return out | {"rows_" + k: v for k, v in contact_stats(contacts, R_ROPE).items()}
 
 
-def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -> dict:
+def crossing_rods(
+    dt: float,
+    seconds: float = 0.2,
+    mu: float = 0.0,
+    method: str = "active_set",
+    max_move: float | None = None,
+    self_contacts: str = "points",
+) -> dict:
     """Two rods crossing at 90° that close at 10 m/s: deepest penetration over r (exact capsule distances), the
-    rods' middles' smallest separation, pass-through and the contact statistics."""
+    rods' middles' smallest separation, pass-through and the contact statistics. ``max_move``: the active set's
+    Newton step limit [m]; ``self_contacts``: ``DetectionOptions.self_contacts``."""
     lower = rope(0.0)
     upper = rope(2 * R_ROPE + 0.05, along=(0.0, 1.0, 0.0))
     model = join_rods(lower, upper)
@@ -121,8 +136,9 @@ def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -
     sim.velocities[:na, 2] = 0.5 * SPEED
     sim.velocities[na:, 2] = -0.5 * SPEED
     # without the Newton step limit: with it the frictionless rods at Δt = 1/60 s met 1.1 r deep and passed through
-    opts = OPTIONS | dict(self_collision=True, self_contacts="points", direct_max_move=None) | options
-    contacts = Contacts(model, friction=mu, **opts)
+    detection = DetectionOptions(self_contacts=self_contacts)
+    method_options = contact_method(method, max_move)
+    contacts = Contacts(model, friction=mu, self_collision=True, method=method_options, detection=detection)
     sim.gs_constraints.append(contacts)
     probe = Contacts(model, self_collision=True)  # exact capsule distances only
     closest = [np.inf]
@@ -140,19 +156,19 @@ def crossing_rods(dt: float, seconds: float = 0.2, mu: float = 0.0, **options) -
 
 
 def run_all(method: str = "active_set") -> dict:
-    runs = [drop(t, dt, direct_method=method) for t in ("cylinder", "edge") for dt in (1 / 60, 1 / 200)]
+    runs = [drop(t, dt, method=method) for t in ("cylinder", "edge") for dt in (1 / 60, 1 / 200)]
     if method == "active_set":
-        runs += [crossing_rods(dt, direct_method=method) for dt in (1 / 60, 1 / 200)]
+        runs += [crossing_rods(dt, method=method) for dt in (1 / 60, 1 / 200)]
         # with friction the rods' Newton steps are limited as the rope's (without, they diverged within 5 steps at
         # Δt = 1/200 s; at 1/60 s they diverge or pass through either way, docs/notes/contacts.md)
-        runs += [crossing_rods(1 / 200, mu=0.3, direct_max_move=2 * R_ROPE, direct_method=method)]
+        runs += [crossing_rods(1 / 200, mu=0.3, max_move=2 * R_ROPE, method=method)]
     else:
         # segment-pair rows (one per pair of capsules): the joint points' rows against the other rod's axis give the
         # crossing a lateral curvature of 1/d that two straight capsules do not have; pressed together, that
         # curvature is a negative geometric stiffness (λ_n/d, ~30 m/h² at the first impact step) which the Newton
         # step leaves out, and the momentum residual stalled at 1e-3 m (docs/notes/contacts.md)
         runs += [
-            crossing_rods(dt, mu=mu, direct_method=method, self_contacts="pairs")
+            crossing_rods(dt, mu=mu, method=method, self_contacts="pairs")
             for mu in (0.0, 0.3)
             for dt in (1 / 60, 1 / 200)
         ]
@@ -169,7 +185,7 @@ def run_all(method: str = "active_set") -> dict:
 
 def main() -> None:
     ap = _common.arguments(__doc__)
-    ap.add_argument("--method", choices=("active_set", "schur"), default="active_set", help="direct_method")
+    ap.add_argument("--method", choices=("active_set", "schur"), default="active_set", help="Contacts(method=)")
     args = ap.parse_args()
     logging.getLogger("solver.contact").setLevel(logging.ERROR)  # counted in the result instead
     start = time.process_time()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -119,11 +120,9 @@ def extrapolate(trace_it: np.ndarray, trace_res: np.ndarray, target: float):
     return int(math.ceil((math.log10(target) - icpt) / slope)), float(slope)
 
 
-def run_size(n: int, args) -> dict:
-    sim, info = bring_to_rest(n, args.damping, args.ke_tol, args.max_rest_time)
-    state = snapshot(sim)
-
-    # ---- KKT
+def kkt_run(sim: Simulator, state, n: int, args) -> dict:
+    """The direct solver from the predicted state: residual at prediction, after each of ``args.kkt_iterations``
+    iterations, and the time per iteration [ms]."""
     restore_and_predict(sim, state)
     r0 = sim.residual()
     kkt_trace = [sim.iterate("kkt") for _ in range(args.kkt_iterations)]
@@ -133,8 +132,12 @@ def run_size(n: int, args) -> dict:
         f"[n={n}] residual at prediction {r0:.3g}; KKT residuals {', '.join(f'{r:.3g}' for r in kkt_trace)}; "
         f"{kkt_ms:.3f} ms/iteration"
     )
+    return {"r0": r0, "trace": kkt_trace, "kkt1": kkt1, "kkt3": kkt3, "ms": kkt_ms}
 
-    # ---- Gauss–Seidel: per-iteration cost first, then choose the cap
+
+def gauss_seidel_cap(sim: Simulator, state, n: int, args) -> int:
+    """The Gauss–Seidel iteration cap: ``args.gs_cap``, lowered so that the run fits ``args.gs_budget`` seconds
+    at the probed cost per iteration."""
     restore_and_predict(sim, state)
     sim.iterate("gs")  # builds the colouring once per topology
     gs_ms_probe = time_iterations(sim, state, "gs", 3, 20)
@@ -148,16 +151,38 @@ def run_size(n: int, args) -> dict:
         )
     else:
         log(f"[n={n}] GS {gs_ms_probe:.3f} ms/iteration: up to {cap} iterations, ~{est / 60:.1f} min")
+    return cap
 
+
+@dataclass
+class GaussSeidelRun:
+    """What one Gauss–Seidel solve recorded: iterations run ``k``, best residual, residual after 4 iterations,
+    the iteration that matched KKT(1) or came within 10× of it, why it stopped, a log-spaced trace
+    (iteration, residual), per-iteration times [s] and the run's wall time [s]."""
+
+    cap: int
+    k: int = 0
+    best: float = math.inf
+    gs4: float | None = None
+    matched: int | None = None
+    within10: int | None = None
+    stop: str = "cap"
+    trace_it: list = field(default_factory=list)
+    trace_res: list = field(default_factory=list)
+    times: np.ndarray = field(default_factory=lambda: np.empty(0))
+    wall: float = 0.0
+
+    def record(self, k: int, r: float) -> None:
+        self.trace_it.append(k)
+        self.trace_res.append(r)
+
+
+def gauss_seidel_run(sim: Simulator, state, n: int, cap: int, kkt1: float, args) -> GaussSeidelRun:
+    """Gauss–Seidel from the predicted state until it matches ``kkt1``, reaches ``cap``, stalls at the round-off
+    floor or turns non-finite."""
     restore_and_predict(sim, state)
-    times = np.empty(cap)
-    best = math.inf
-    gs4 = None
-    matched = None
-    within10 = None
+    run = GaussSeidelRun(cap=cap, times=np.empty(cap))
     best_prev, best_at = math.inf, 0
-    stop = "cap"
-    trace_it, trace_res = [], []
     next_mark = 1
     t_start = time.perf_counter()
     last_report = t_start
@@ -165,52 +190,42 @@ def run_size(n: int, args) -> dict:
     for k in range(1, cap + 1):
         t0 = time.perf_counter()
         r = sim.iterate("gs")
-        times[k - 1] = time.perf_counter() - t0
-        best = min(best, r)
+        run.times[k - 1] = time.perf_counter() - t0
+        run.best = min(run.best, r)
         if k == 4:
-            gs4 = r
+            run.gs4 = r
         if k >= next_mark or k == cap:
-            trace_it.append(k)
-            trace_res.append(r)
+            run.record(k, r)
             next_mark = max(k + 1, int(math.ceil(next_mark * 1.25)))
-        if within10 is None and r <= 10.0 * kkt1:
-            within10 = k
+        if run.within10 is None and r <= 10.0 * kkt1:
+            run.within10 = k
         if r < best_prev * (1.0 - 1e-3):
             best_prev, best_at = r, k
         if r <= kkt1:
-            matched, stop = k, "matched"
-            trace_it.append(k)
-            trace_res.append(r)
+            run.matched, run.stop = k, "matched"
+            run.record(k, r)
             break
-        if best < args.floor_level and k - best_at >= args.floor_patience:
-            stop = "roundoff_floor"  # no 0.1 % improvement for floor_patience iterations at ~machine precision
-            trace_it.append(k)
-            trace_res.append(r)
+        if run.best < args.floor_level and k - best_at >= args.floor_patience:
+            run.stop = "roundoff_floor"  # no 0.1 % improvement for floor_patience iterations at ~machine precision
+            run.record(k, r)
             break
         if not math.isfinite(r):
             log(f"[n={n}] GS residual not finite at iteration {k}")
-            stop = "non_finite"
+            run.stop = "non_finite"
             break
         now = time.perf_counter()
         if now - last_report > 30:
             last_report = now
-            log(f"[n={n}] GS iteration {k}/{cap}: residual {r:.3e} (best {best:.3e}), {now - t_start:.0f} s elapsed")
-    gs_wall = time.perf_counter() - t_start
-    gs_ms = 1e3 * float(np.median(times[:k]))
-    it_arr, res_arr = np.array(trace_it), np.array(trace_res)
-    extra, slope = (None, None) if stop != "cap" else extrapolate(it_arr, res_arr, kkt1)
-    log(
-        f"[n={n}] GS: after 4 iterations {gs4 if gs4 is None else f'{gs4:.3g}'}; "
-        + (
-            f"matched KKT(1) = {kkt1:.3g} after {matched} iterations"
-            if matched is not None
-            else f"stopped ({stop}) after {k} iterations, best {best:.3g}; within 10× of KKT(1) after {within10}; "
-            f"log-linear extrapolation to KKT(1): {extra} iterations"
-        )
-        + f"; {gs_wall:.1f} s"
-    )
-    # thin the trace to ~log-spaced points for the JSON
-    sel = np.unique(
+            elapsed = now - t_start
+            log(f"[n={n}] GS iteration {k}/{cap}: residual {r:.3e} (best {run.best:.3e}), {elapsed:.0f} s elapsed")
+    run.k = k
+    run.wall = time.perf_counter() - t_start
+    return run
+
+
+def log_spaced(it_arr: np.ndarray) -> np.ndarray:
+    """Indices into the trace's iterations ``it_arr`` of ~25 log-spaced points, first and last included."""
+    return np.unique(
         np.concatenate(
             (
                 [0],
@@ -221,29 +236,54 @@ def run_size(n: int, args) -> dict:
             )
         )
     ).clip(0, it_arr.size - 1)
+
+
+def run_size(n: int, args) -> dict:
+    sim, info = bring_to_rest(n, args.damping, args.ke_tol, args.max_rest_time)
+    state = snapshot(sim)
+    kkt = kkt_run(sim, state, n, args)
+    kkt1 = kkt["kkt1"]
+    # Gauss–Seidel: per-iteration cost first, then choose the cap
+    cap = gauss_seidel_cap(sim, state, n, args)
+    gs = gauss_seidel_run(sim, state, n, cap, kkt1, args)
+    k, stop = gs.k, gs.stop
+    gs_ms = 1e3 * float(np.median(gs.times[:k]))
+    it_arr, res_arr = np.array(gs.trace_it), np.array(gs.trace_res)
+    extra, slope = (None, None) if stop != "cap" else extrapolate(it_arr, res_arr, kkt1)
+    log(
+        f"[n={n}] GS: after 4 iterations {gs.gs4 if gs.gs4 is None else f'{gs.gs4:.3g}'}; "
+        + (
+            f"matched KKT(1) = {kkt1:.3g} after {gs.matched} iterations"
+            if gs.matched is not None
+            else f"stopped ({stop}) after {k} iterations, best {gs.best:.3g}; within 10× of KKT(1) after "
+            f"{gs.within10}; log-linear extrapolation to KKT(1): {extra} iterations"
+        )
+        + f"; {gs.wall:.1f} s"
+    )
+    sel = log_spaced(it_arr)  # the trace thinned for the JSON
     out = {
         "segments": n,
-        "residual_at_prediction": r0,
+        "residual_at_prediction": kkt["r0"],
         "kkt_residual_1": kkt1,
-        "kkt_residual_3": kkt3,
-        "kkt_trace": kkt_trace,
+        "kkt_residual_3": kkt["kkt3"],
+        "kkt_trace": kkt["trace"],
         "gs_residual_1": float(res_arr[0]) if res_arr.size else None,
-        "gs_residual_4": gs4,
-        "gs_iters_to_match": matched,
+        "gs_residual_4": gs.gs4,
+        "gs_iters_to_match": gs.matched,
         "gs_cap": cap,
         "gs_cap_reached": stop == "cap",
         "gs_stop_reason": stop,
-        "gs_iters_to_10x_kkt1": within10,
+        "gs_iters_to_10x_kkt1": gs.within10,
         "gs_iterations_run": k,
-        "gs_best_residual": best,
+        "gs_best_residual": gs.best,
         "gs_final_residual": float(res_arr[-1]) if res_arr.size else None,
         "gs_iters_to_match_extrapolated": extra,
         "gs_log10_residual_slope_per_iteration": slope,
         "gs_trace": [[int(it_arr[i]), float(res_arr[i])] for i in sel],
-        "kkt_ms_per_iteration": kkt_ms,
+        "kkt_ms_per_iteration": kkt["ms"],
         "gs_ms_per_iteration": gs_ms,
-        "kkt_to_gs_cost_ratio": kkt_ms / gs_ms,
-        "gs_wall_s": gs_wall,
+        "kkt_to_gs_cost_ratio": kkt["ms"] / gs_ms,
+        "gs_wall_s": gs.wall,
     }
     out.update(info)
     return out

@@ -1,11 +1,12 @@
 """Deul §5, Fig. 9: residual vs iterations (log-log) of the direct KKT solver and Gauss–Seidel for the
 cantilever with 8, 50 and 1000 segments — the runs of benchmarks/convergence.py (same rest state,
-same stopping rules), drawn as the paper's figure into docs/fig9.png. Budget: Gauss–Seidel runs until
+same stopping rules), drawn as the paper's figure with ``--plot PATH``. Budget: Gauss–Seidel runs until
 it matches the 1-iteration KKT residual or reaches --gs-cap iterations (100000) for 8 and 50 segments,
 --gs-cap-large (10000, ~2–3 min here) for 1000 segments (the paper ran 500000). The rest state's tip
 deflection is checked against Euler–Bernoulli plus the joints' stretch compliance.
 
     python3 benchmarks/fig9.py --json             # last stdout line: one JSON object
+    python3 benchmarks/fig9.py --plot docs/fig9.png   # also draw the figure (the one in docs/)
     python3 benchmarks/fig9.py --gs-cap-large 2000   # fewer GS iterations for 1000 segments
 """
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _common  # noqa: E402
 from convergence import DENSITY, LENGTH, RADIUS, G, run_size  # noqa: E402
-from plotting import pyplot, save  # noqa: E402
+from plotting import add_plot_argument, pyplot, save  # noqa: E402
 
 from solver.core.model import DEFAULT_STRETCH_COMPLIANCE  # noqa: E402
 
@@ -39,11 +40,32 @@ def joint_compliance_deflection(n: int, euler_bernoulli: float) -> float:
     return euler_bernoulli + DEFAULT_STRETCH_COMPLIANCE * weight * (n + 1) / 2.0
 
 
+def draw(results: dict, path: str | None) -> str | None:
+    """Deul Fig. 9 from the runs ``results`` (per size: GS and KKT residual traces), written to ``path``;
+    returns the path, or None without ``path`` or matplotlib."""
+    plt = pyplot(path)
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for n, r in results.items():
+        gs = np.array(r["gs_trace"])
+        (line,) = ax.loglog(gs[:, 0], gs[:, 1], label=f"GS {n}")
+        kkt = np.maximum(np.array(r["kkt_trace"]), 1e-20)
+        ax.loglog(np.arange(1, kkt.size + 1), kkt, "o--", color=line.get_color(), label=f"KKT {n}")
+    ax.set_xlabel("iterations")
+    ax.set_ylabel("‖C + α̃λ‖∞")
+    ax.set_title("Deul Fig. 9: cantilever, one step from rest")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    return save(fig, path)
+
+
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[8, 50, 1000])
     ap.add_argument("--gs-cap", type=int, default=100000, help="GS iterations at most per size")
     ap.add_argument("--gs-cap-large", type=int, default=10000, help="GS iterations at most for sizes > 100")
+    add_plot_argument(ap, "Deul Fig. 9")
     args = ap.parse_args()
     t0 = time.perf_counter()
     results = {}
@@ -63,20 +85,7 @@ def main() -> None:
             repeats=5,
         )
         results[str(n)] = run_size(n, run_args)
-    plt, plot_path = pyplot(), None
-    if plt is not None:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for n, r in results.items():
-            gs = np.array(r["gs_trace"])
-            (line,) = ax.loglog(gs[:, 0], gs[:, 1], label=f"GS {n}")
-            kkt = np.maximum(np.array(r["kkt_trace"]), 1e-20)
-            ax.loglog(np.arange(1, kkt.size + 1), kkt, "o--", color=line.get_color(), label=f"KKT {n}")
-        ax.set_xlabel("iterations")
-        ax.set_ylabel("‖C + α̃λ‖∞")
-        ax.set_title("Deul Fig. 9: cantilever, one step from rest")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, ncol=2)
-        plot_path = save(fig, "fig9.png")
+    plot_path = draw(results, args.plot)
     summary = {
         n: {
             k: r[k]

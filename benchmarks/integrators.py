@@ -18,7 +18,8 @@ benchmarks/tree_sway.py, no leaves, no drag), pulled at 2/3 of its trunk and rel
 within 10 % of 0.1); beside it the damping implicit Euler adds with no damping set.
 ``--damping-only`` runs just this part.
 
-    python3 benchmarks/integrators.py --json     # last stdout line: one JSON object; writes docs/integrators.png
+    python3 benchmarks/integrators.py --json     # last stdout line: one JSON object
+    python3 benchmarks/integrators.py --plot docs/integrators.png   # also draw the figure (the one in docs/)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _common  # noqa: E402
-from plotting import pyplot, save  # noqa: E402
+from plotting import add_plot_argument, pyplot, save  # noqa: E402
 
 from solver.core.timestep import NonFiniteStateError  # noqa: E402
 from solver.models.dlo import DLORod  # noqa: E402
@@ -232,23 +233,13 @@ def tree_damping_ratio(zeta: float = 0.1, dts=(1 / 240, 1 / 120, 1 / 60, 1 / 24)
     }
 
 
-def main() -> None:
-    ap = _common.arguments(__doc__)
-    ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds per stability trial")
-    ap.add_argument("--rel-tol", type=float, default=0.05, help="bisection stops at hi/lo ≤ 1 + this")
-    ap.add_argument("--quick", action="store_true", help="2 s trials, 15 %% bisection tolerance")
-    ap.add_argument("--damping-only", action="store_true", help="only the tree_damping_ratio part")
-    args = ap.parse_args()
-    if args.damping_only:
-        _common.report({"benchmark": "integrators", "tree_damping_ratio": tree_damping_ratio()}, args.json)
-        return
-    if args.quick:
-        args.duration, args.rel_tol = 2.0, 0.15
-    t_start = time.perf_counter()
+def integrator_table(duration: float, rel_tol: float) -> dict:
+    """Per integrator: the largest stable Δt (bisection to ``rel_tol``, ``duration`` s trials), the time per
+    step, the score, the step map's area determinant and the pendulum's energy drift, beside the seed's row."""
     acc = lambda x, v: -np.sin(x)  # noqa: E731
     table = {}
     for name in INTEGRATORS:
-        dt_max = max_stable_dt(name, args.duration, args.rel_tol)
+        dt_max = max_stable_dt(name, duration, rel_tol)
         tps = time_per_step(name, dt_max if dt_max > 0 else 1e-4)
         det = step_map_jacobian_det(name, acc, 1.0, 0.3, 0.5)
         drift = {f"dt_{h:g}": pendulum(name, h, 100.0)[0] for h in (0.1, 0.3, 0.9)}  # 100 s
@@ -271,6 +262,60 @@ def main() -> None:
     for name, r in table.items():
         r["score_rel_explicit_euler"] = r["score"] / ref if ref > 0 else None
         r["seed"]["score_rel_explicit_euler"] = SEED_TABLE[name][3] / SEED_TABLE["explicit_euler"][3]
+    return table
+
+
+def draw(table: dict, ranking: list, duration: float, path: str | None) -> str | None:
+    """The scores relative to explicit Euler beside the seed's, and pendulum phase portraits, written to
+    ``path``; returns the path, or None without ``path`` or matplotlib."""
+    plt = pyplot(path)
+    if plt is None:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    names = ranking
+    pos = np.arange(len(names))
+    ours = [table[n]["score_rel_explicit_euler"] for n in names]
+    seed = [SEED_TABLE[n][3] / SEED_TABLE["explicit_euler"][3] for n in names]
+    axes[0].bar(
+        pos - 0.2,
+        ours,
+        0.4,
+        label="ours (DLO thread)",
+        color=["tab:green" if table[n]["symplectic_measured"] else "tab:gray" for n in names],
+    )
+    axes[0].bar(pos + 0.2, seed, 0.4, label="seed Table 1", color="tab:blue", alpha=0.6)
+    axes[0].set_xticks(pos, [n.replace("_", "\n") for n in names], fontsize=7)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("score / score of explicit Euler")
+    axes[0].set_title(f"score = max Δt / time per step ({duration:g} s trials; green: symplectic)", fontsize=9)
+    axes[0].legend(fontsize=7)
+    for name in ("explicit_euler", "midpoint", "symplectic_euler", "symplectic_midpoint", "forest_ruth", "rk4"):
+        _, xs, vs = pendulum(name, 0.3, 30.0)
+        axes[1].plot(xs, vs, lw=0.8, label=name)
+    axes[1].set_xlim(-3.5, 3.5)
+    axes[1].set_ylim(-3, 3)
+    axes[1].set_xlabel("θ")
+    axes[1].set_ylabel("θ'")
+    axes[1].set_title("pendulum θ'' = −sin θ, Δt = 0.3, 30 s")
+    axes[1].legend(fontsize=7)
+    return save(fig, path)
+
+
+def main() -> None:
+    ap = _common.arguments(__doc__)
+    ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds per stability trial")
+    ap.add_argument("--rel-tol", type=float, default=0.05, help="bisection stops at hi/lo ≤ 1 + this")
+    ap.add_argument("--quick", action="store_true", help="2 s trials, 15 %% bisection tolerance")
+    ap.add_argument("--damping-only", action="store_true", help="only the tree_damping_ratio part")
+    add_plot_argument(ap, "the scores and the pendulum's phase portraits")
+    args = ap.parse_args()
+    if args.damping_only:
+        _common.report({"benchmark": "integrators", "tree_damping_ratio": tree_damping_ratio()}, args.json)
+        return
+    if args.quick:
+        args.duration, args.rel_tol = 2.0, 0.15
+    t_start = time.perf_counter()
+    table = integrator_table(args.duration, args.rel_tol)
     ranking = sorted(table, key=lambda k: -table[k]["score"])
     seed_ranking = sorted(SEED_TABLE, key=lambda k: -SEED_TABLE[k][3])
     targets = {
@@ -282,36 +327,7 @@ def main() -> None:
     }
     xpbd = xpbd_same_scene((0.001, 0.005, 0.01, 0.02, 0.04), args.duration)
     targets["xpbd_kkt_stable_up_to_40ms"] = all(v["stable"] for v in xpbd.values())
-    plt, plot_path = pyplot(), None
-    if plt is not None:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-        names = ranking
-        pos = np.arange(len(names))
-        ours = [table[n]["score_rel_explicit_euler"] for n in names]
-        seed = [SEED_TABLE[n][3] / SEED_TABLE["explicit_euler"][3] for n in names]
-        axes[0].bar(
-            pos - 0.2,
-            ours,
-            0.4,
-            label="ours (DLO thread)",
-            color=["tab:green" if table[n]["symplectic_measured"] else "tab:gray" for n in names],
-        )
-        axes[0].bar(pos + 0.2, seed, 0.4, label="seed Table 1", color="tab:blue", alpha=0.6)
-        axes[0].set_xticks(pos, [n.replace("_", "\n") for n in names], fontsize=7)
-        axes[0].set_yscale("log")
-        axes[0].set_ylabel("score / score of explicit Euler")
-        axes[0].set_title(f"score = max Δt / time per step ({args.duration:g} s trials; green: symplectic)", fontsize=9)
-        axes[0].legend(fontsize=7)
-        for name in ("explicit_euler", "midpoint", "symplectic_euler", "symplectic_midpoint", "forest_ruth", "rk4"):
-            _, xs, vs = pendulum(name, 0.3, 30.0)
-            axes[1].plot(xs, vs, lw=0.8, label=name)
-        axes[1].set_xlim(-3.5, 3.5)
-        axes[1].set_ylim(-3, 3)
-        axes[1].set_xlabel("θ")
-        axes[1].set_ylabel("θ'")
-        axes[1].set_title("pendulum θ'' = −sin θ, Δt = 0.3, 30 s")
-        axes[1].legend(fontsize=7)
-        plot_path = save(fig, "integrators.png")
+    plot_path = draw(table, ranking, args.duration, args.plot)
     out = {
         "benchmark": "integrators",
         "scene": {

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common  # noqa: E402
 
 from solver import Simulator, rod_from_polyline  # noqa: E402
-from solver.contact import Contacts  # noqa: E402
+from solver.contact import Contacts, DetectionOptions, GaussSeidelOptions  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
 
 
@@ -99,7 +99,12 @@ def run(
         damping=damping,
         kinematic=clamps,
     )
-    contacts = Contacts(model, self_collision=True, self_friction=0.1, sweeps=sweeps)
+    contacts = Contacts(
+        model,
+        self_collision=True,
+        method=GaussSeidelOptions(sweeps=sweeps),
+        detection=DetectionOptions(self_friction=0.1),
+    )
     sim.gs_constraints.append(contacts)
     # A tiny transverse kick breaks the symmetry of the straight rod (as any real rod's imperfection does).
     rng = np.random.default_rng(0)

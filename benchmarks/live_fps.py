@@ -36,28 +36,13 @@ import _common  # noqa: E402
 WINDOW_TAG = "LIVE_FPS_WINDOW"
 
 
-def inner(
-    ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse: int, rounds: int, depsgraph_ticks: int
-) -> dict:
-    import bpy
+def _timed_runs(s, scene, step_live, reuse: int, rounds: int, ticks: int) -> dict:
+    """Per Live Matrix Reuse setting, ``rounds`` runs of ``ticks`` live ticks from the same start: fps, tick,
+    solver and add-on times [ms], iterations, residuals and the path of every segment."""
     import numpy as np
 
-    _blender.load_addon()
-    from stiff_rods.addon.operators import _switch_to_quaternions, step_live
-    from stiff_rods.addon.session import Session
-    from stiff_rods.addon.wind import SceneWind
-    from stiff_rods.solver import compiled_status
-
-    scene = bpy.context.scene
-    scene.stiff_rods.live_iterations = live_iterations
-    arm = next(o for o in scene.objects if o.type == "ARMATURE")
-    _blender.add_wind_field(wind_mps)
-    arm.stiff_rods.use_leaves = leaves  # the target is for the birch without leaf segments
-    s = Session(arm, scene)
-    _switch_to_quaternions(arm, s.source.bone_names)
-    s.set_wind(SceneWind.from_scene(scene))
     start = scene.frame_current
-    runs = {}
+    runs: dict = {}
     # the chosen Live Matrix Reuse and exact Newton (0) alternately, from the same start: their speed ratio
     # is measured in one run, and their motions are compared frame by frame
     for setting in [reuse, 0] * rounds if reuse else [0] * rounds:
@@ -87,6 +72,46 @@ def inner(
                 x0=x0,
             )
         )
+    return runs
+
+
+def _versus_exact(best: list, exact: list) -> dict:
+    """The chosen setting's runs ``best`` against exact Newton's ``exact``: speed ratio, residuals and the largest
+    distance between the two motions [m]."""
+    import numpy as np
+
+    d = np.max(np.linalg.norm(best[0]["path"] - exact[0]["path"], axis=2), axis=1)
+    return {
+        "fps_exact_newton": float(np.median([r["fps"] for r in exact])),
+        "speedup_vs_exact": float(np.median([a["fps"] / b["fps"] for a, b in zip(best, exact, strict=True)])),
+        "residual_median_exact": float(np.median(exact[0]["res"])),
+        "residual_p90_exact": float(np.percentile(exact[0]["res"], 90)),
+        "motion_difference_vs_exact_max_m": float(d.max()),
+        "motion_difference_vs_exact_last_m": float(d[-1]),
+    }
+
+
+def inner(
+    ticks: int, live_iterations: int, leaves: bool, wind_mps: float, reuse: int, rounds: int, depsgraph_ticks: int
+) -> dict:
+    import bpy
+    import numpy as np
+
+    _blender.load_addon()
+    from stiff_rods.addon.operators import _switch_to_quaternions, step_live
+    from stiff_rods.addon.session import Session
+    from stiff_rods.addon.wind import SceneWind
+    from stiff_rods.solver import compiled_status
+
+    scene = bpy.context.scene
+    scene.stiff_rods.live_iterations = live_iterations
+    arm = next(o for o in scene.objects if o.type == "ARMATURE")
+    _blender.add_wind_field(wind_mps)
+    arm.stiff_rods.use_leaves = leaves  # the target is for the birch without leaf segments
+    s = Session(arm, scene)
+    _switch_to_quaternions(arm, s.source.bone_names)
+    s.set_wind(SceneWind.from_scene(scene))
+    runs = _timed_runs(s, scene, step_live, reuse, rounds, ticks)
     best = runs[reuse]
     fps = float(np.median([r["fps"] for r in best]))
     out = {
@@ -113,19 +138,53 @@ def inner(
         "target_met": bool(fps >= (24 if leaves else 60)),
     }
     if reuse:
-        exact = runs[0]
-        out["fps_exact_newton"] = float(np.median([r["fps"] for r in exact]))
-        out["speedup_vs_exact"] = float(np.median([a["fps"] / b["fps"] for a, b in zip(best, exact, strict=True)]))
-        out["residual_median_exact"] = float(np.median(exact[0]["res"]))
-        out["residual_p90_exact"] = float(np.percentile(exact[0]["res"], 90))
-        d = np.max(np.linalg.norm(best[0]["path"] - exact[0]["path"], axis=2), axis=1)
-        out["motion_difference_vs_exact_max_m"] = float(d.max())
-        out["motion_difference_vs_exact_last_m"] = float(d[-1])
+        out.update(_versus_exact(best, runs[0]))
     if depsgraph_ticks:
         out.update(_depsgraph_ms(s, scene, depsgraph_ticks))
         out["fps_with_depsgraph"] = 1e3 / (out["ms_per_tick_mean"] + out["depsgraph_ms"])
         out["fps_with_fast_preview"] = 1e3 / (out["tick_ms_fast_preview"] + out["depsgraph_ms_fast_preview"])
     return out
+
+
+class _WindowMeasure:
+    """One window measurement: start Simulate in the 3D View, let two ticks pass, count ticks, redraws and
+    depsgraph updates for ``seconds``, stop it with Esc and write the rates into ``out[label]``."""
+
+    def __init__(self, win, area, region, log: dict, out: dict, seconds: float):
+        self.win, self.area, self.region = win, area, region
+        self.log, self.out, self.seconds = log, out, seconds
+
+    def measure(self, label):
+        import bpy
+        import numpy as np
+
+        log, win = self.log, self.win
+        with bpy.context.temp_override(window=win, area=self.area, region=self.region):
+            started = bpy.ops.stiff_rods.simulate("INVOKE_DEFAULT")
+        if "RUNNING_MODAL" not in started:
+            raise RuntimeError(f"Simulate did not start: {started}")
+        while len(log["tick"]) < 2:  # the first tick may prepare the solver
+            yield 0.1
+        t0 = time.perf_counter()
+        yield self.seconds
+        t1 = time.perf_counter()
+        win.event_simulate(type="ESC", value="PRESS")
+        win.event_simulate(type="ESC", value="RELEASE")
+        n = {k: sum(t0 <= x < t1 for x in log[k]) for k in ("tick", "draw", "update")}
+        ms = [m for x, m in zip(log["tick"], log["tick_ms"], strict=True) if t0 <= x < t1]
+        ev = [m for x, m in zip(log["tick"], log["eval_ms"], strict=True) if t0 <= x < t1]
+        draws = np.array([x for x in log["draw"] if t0 <= x < t1])
+        self.out[label] = {
+            "ticks_per_s": n["tick"] / (t1 - t0),
+            "draws_per_s": n["draw"] / (t1 - t0),
+            "depsgraph_updates_per_s": n["update"] / (t1 - t0),
+            "tick_ms_median": float(np.median(ms)) if ms else None,
+            "depsgraph_ms_median": float(np.median(ev)) if ev else None,
+            "draw_interval_ms_median": float(1e3 * np.median(np.diff(draws))) if draws.size > 1 else None,
+        }
+        yield 1.0
+        for k in log:
+            log[k].clear()
 
 
 def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, scene_fps: int) -> None:
@@ -135,7 +194,6 @@ def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, 
 
     import bpy
     import gpu
-    import numpy as np
 
     _blender.load_addon()
     from stiff_rods.addon import operators
@@ -174,33 +232,7 @@ def window(seconds: float, leaves: bool, wind_mps: float, live_iterations: int, 
     out: dict = {"leaves": leaves, "wind_mps": wind_mps, "seconds": seconds, "scene_fps": scene.render.fps}
     out["gl_renderer"] = gpu.platform.renderer_get()  # under Xvfb a software rasteriser: drawing costs more
 
-    def measure(label):
-        with bpy.context.temp_override(window=win, area=area, region=region):
-            started = bpy.ops.stiff_rods.simulate("INVOKE_DEFAULT")
-        if "RUNNING_MODAL" not in started:
-            raise RuntimeError(f"Simulate did not start: {started}")
-        while len(log["tick"]) < 2:  # the first tick may prepare the solver
-            yield 0.1
-        t0 = time.perf_counter()
-        yield seconds
-        t1 = time.perf_counter()
-        win.event_simulate(type="ESC", value="PRESS")
-        win.event_simulate(type="ESC", value="RELEASE")
-        n = {k: sum(t0 <= x < t1 for x in log[k]) for k in ("tick", "draw", "update")}
-        ms = [m for x, m in zip(log["tick"], log["tick_ms"], strict=True) if t0 <= x < t1]
-        ev = [m for x, m in zip(log["tick"], log["eval_ms"], strict=True) if t0 <= x < t1]
-        draws = np.array([x for x in log["draw"] if t0 <= x < t1])
-        out[label] = {
-            "ticks_per_s": n["tick"] / (t1 - t0),
-            "draws_per_s": n["draw"] / (t1 - t0),
-            "depsgraph_updates_per_s": n["update"] / (t1 - t0),
-            "tick_ms_median": float(np.median(ms)) if ms else None,
-            "depsgraph_ms_median": float(np.median(ev)) if ev else None,
-            "draw_interval_ms_median": float(1e3 * np.median(np.diff(draws))) if draws.size > 1 else None,
-        }
-        yield 1.0
-        for k in log:
-            log[k].clear()
+    measure = _WindowMeasure(win, area, region, log, out, seconds).measure
 
     def script():
         try:

@@ -19,7 +19,8 @@ Scenes 2–3 run PaOBCR/PBER in the even/odd order (same constraints, vectorised
 each Gauss–Seidel model at 10 and 100 iterations per step, PaOBCR also at 1000 (budget: PBER and
 stiff_gs at 1000 would take 5–10 min each here), the direct solver at 10.
 
-    python3 benchmarks/rod_models.py --json      # last stdout line: one JSON object; writes docs/rod_models.png
+    python3 benchmarks/rod_models.py --json      # last stdout line: one JSON object
+    python3 benchmarks/rod_models.py --plot docs/rod_models.png   # also draw the figure (the one in docs/)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _common  # noqa: E402
-from plotting import pyplot, save  # noqa: E402
+from plotting import add_plot_argument, pyplot, save  # noqa: E402
 
 from solver.build.curve_measures import writhe  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
@@ -240,10 +241,57 @@ def loop_scene(seconds: float, turns: float, approach: float, runs) -> dict:
     return {"models": res, "turns": turns, "approach_m": approach, "driven_end_target_m": [1.0 - approach, 0.0, 0.0]}
 
 
+def _style(name: str, r: dict) -> dict:
+    """Line style of a model's run: the direct solver bold black, Gauss–Seidel runs dashed by iteration count."""
+    if name.startswith("stiff_kkt"):
+        return dict(color="k", lw=2.0)
+    return dict(lw=1.0, ls="--" if r["iterations"] == ITER else ":" if r["iterations"] > 10 * ITER else "-")
+
+
+def draw(times: dict, curl: dict, loop: dict, path: str | None) -> str | None:
+    """ms per frame, the curl and loop scenes' shapes and the loop's writhe, written to ``path``; returns the
+    path, or None without ``path`` or matplotlib."""
+    plt = pyplot(path)
+    if plt is None:
+        return None
+    fig = plt.figure(figsize=(12, 9))
+    ax0 = fig.add_subplot(2, 2, 1)
+    names = list(times)
+    ax0.barh(range(len(names)), [times[n] for n in names])
+    ax0.set_yticks(range(len(names)), names, fontsize=8)
+    ax0.set_xscale("log")
+    ax0.set_xlabel(f"ms per frame (50 elements, {ITER} iterations)")
+    for i, (scene, key, title) in enumerate(
+        (
+            (curl, "centerline", "curl with intrinsic twist, hanging, after 2 s"),
+            (loop, "shape_at_max_writhe", "both ends clamped, twisted: at max |Wr| before passing through itself"),
+        )
+    ):
+        ax = fig.add_subplot(2, 2, 2 + i, projection="3d")
+        for name, r in scene["models"].items():
+            c = r[key] if r.get(key) is not None else r["centerline"]
+            ax.plot(c[:, 0], c[:, 1], c[:, 2], label=f"{name} (Wr {writhe(c):.2f})", **_style(name, r))
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=5.5, loc="upper left")
+    ax3 = fig.add_subplot(2, 2, 4)
+    for name, r in loop["models"].items():
+        series = np.array(r["series"])
+        ax3.plot(series[:, 0], series[:, 1], label=name, **_style(name, r))
+        if series.shape[1] == 3:
+            ax3.plot(series[:, 0], series[:, 1] + series[:, 2], color="k", lw=0.8, ls="-.", label=f"{name}: Wr + Tw")
+    ax3.set_xlabel("turns applied to the driven end")
+    ax3.set_ylabel("writhe Wr")
+    ax3.set_title("loop scene: writhe while twisting", fontsize=9)
+    ax3.grid(True, alpha=0.3)
+    ax3.legend(fontsize=6)
+    return save(fig, path)
+
+
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="5 frames, 0.5 s scenes, 10 iterations only")
+    add_plot_argument(ap, "the timings and the curl and loop scenes")
     args = ap.parse_args()
     t_start = time.perf_counter()
     frames = 5 if args.quick else args.frames
@@ -251,47 +299,7 @@ def main() -> None:
     times = frame_times(frames)
     curl = curl_scene(0.5 if args.quick else 2.0, runs)
     loop = loop_scene(0.5 if args.quick else 3.0, 4.0, 0.3, runs)
-    plt, plot_path = pyplot(), None
-    if plt is not None:
-        fig = plt.figure(figsize=(12, 9))
-        ax0 = fig.add_subplot(2, 2, 1)
-        names = list(times)
-        ax0.barh(range(len(names)), [times[n] for n in names])
-        ax0.set_yticks(range(len(names)), names, fontsize=8)
-        ax0.set_xscale("log")
-        ax0.set_xlabel(f"ms per frame (50 elements, {ITER} iterations)")
-
-        def style(name, r):
-            if name.startswith("stiff_kkt"):
-                return dict(color="k", lw=2.0)
-            return dict(lw=1.0, ls="--" if r["iterations"] == ITER else ":" if r["iterations"] > 10 * ITER else "-")
-
-        for i, (scene, key, title) in enumerate(
-            (
-                (curl, "centerline", "curl with intrinsic twist, hanging, after 2 s"),
-                (loop, "shape_at_max_writhe", "both ends clamped, twisted: at max |Wr| before passing through itself"),
-            )
-        ):
-            ax = fig.add_subplot(2, 2, 2 + i, projection="3d")
-            for name, r in scene["models"].items():
-                c = r[key] if r.get(key) is not None else r["centerline"]
-                ax.plot(c[:, 0], c[:, 1], c[:, 2], label=f"{name} (Wr {writhe(c):.2f})", **style(name, r))
-            ax.set_title(title, fontsize=9)
-            ax.legend(fontsize=5.5, loc="upper left")
-        ax3 = fig.add_subplot(2, 2, 4)
-        for name, r in loop["models"].items():
-            series = np.array(r["series"])
-            ax3.plot(series[:, 0], series[:, 1], label=name, **style(name, r))
-            if series.shape[1] == 3:
-                ax3.plot(
-                    series[:, 0], series[:, 1] + series[:, 2], color="k", lw=0.8, ls="-.", label=f"{name}: Wr + Tw"
-                )
-        ax3.set_xlabel("turns applied to the driven end")
-        ax3.set_ylabel("writhe Wr")
-        ax3.set_title("loop scene: writhe while twisting", fontsize=9)
-        ax3.grid(True, alpha=0.3)
-        ax3.legend(fontsize=6)
-        plot_path = save(fig, "rod_models.png")
+    plot_path = draw(times, curl, loop, args.plot)
     for scene in (curl, loop):
         for r in scene["models"].values():
             r.pop("centerline")

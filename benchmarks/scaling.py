@@ -80,7 +80,7 @@ def measure(scene: str, n: int, repeats: int) -> dict:
         "scene_build_s": build_s,
         "symbolic_s": symbolic_s,
         "symbolic_minus_one_iteration_s": symbolic_s - 1e-3 * ms,
-        "elimination_rounds": sim._kkt.n_rounds if sim._kkt is not None else None,
+        "elimination_rounds": sim.step_context.joints.elimination_rounds,
         "ms_per_iteration": ms,
         "samples_ms": [1e3 * s for s in samples],
         "residual_after_warmup": r_first,

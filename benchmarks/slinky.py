@@ -22,17 +22,17 @@ and ``"stack"`` (at rest in the middle of the top step).
 
 Contacts (solver/contact/). The steps, the floor and coil–coil contacts (one row per contact point,
 ``self_contacts="points"``) are solved with the joints in one sparse direct solve per iteration
-(``response="direct"``, solver/contact/contact_kkt.py), Coulomb friction as two tangential rows per contact
+(``ActiveSetOptions``, solver/contact/solvers/active_set.py), Coulomb friction as two tangential rows per contact
 in that solve: μ 0.4 against the steps (``friction``), none coil on coil (``self_friction``). Compliance of
 the contact rows 1e-4 m/N (``direct_compliance``; ``collider_compliance`` sets the rows against the steps
 alone, default the same) and of the friction rows 1e-4 m/N (``friction_compliance``): a row carrying a coil's
 weight over its ten rows sinks 9 µm, 0.006 r. Active set: 8 primal–dual rounds (``direct_rounds``), then up
 to 24 grow-only rounds (``grow_rounds``). Each direct solve is damped to move a segment's surface by at most
-``max_move_radii`` = 5 wire radii (``Contacts(direct_max_move=...)``). Post-stabilisation (``post_stabilise``):
+``max_move_radii`` = 5 wire radii (``ActiveSetOptions(max_move=...)``). Post-stabilisation (``post_stabilise``):
 after each step the overlaps its solves left are removed from the positions only, so no energy enters the
 motion (``post_velocity`` also takes the closed rows' relative velocity; off). Permanent neighbour-coil rows
 (``neighbour_rows``): segment i and segments i + 9 … i + 11 (the next coil) are candidates
-(``Contacts(self_pairs=...)``) in every step whatever their distance, so coils that close several wire radii
+(``DetectionOptions(self_pairs=...)``) in every step whatever their distance, so coils that close several wire radii
 within one step are never missed.
 
 Keys: ``stairs_descended`` (steps the trailing end of the Slinky went down: both end coils are on that step
@@ -54,7 +54,7 @@ XPBD's iteration, its Newton matrix indefinite), ``target_met``.
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
-``--method schur --iterations 15 --tolerance 1e-5`` (``Contacts(direct_method="schur")`` with its defaults, no
+``--method schur --iterations 15 --tolerance 1e-5`` (``SchurOptions`` with its defaults, no
 solve damping; each step is Newton's method on the implicit step, or Deul's XPBD step where its matrix with the
 coils' lateral curvature is indefinite or half the iterations pass), measured over the 10 s: target met, 3 stairs,
 0.038 r (1.22 r before post-stabilisation), 3 end flips, no divergence, energy gain 10 mJ, median 3 iterations, 31
@@ -105,7 +105,15 @@ import _common  # noqa: E402
 from contact_closed_forms import contact_stats  # noqa: E402
 
 from solver import RodModel, Simulator  # noqa: E402
-from solver.contact import Contacts  # noqa: E402
+from solver.contact import (  # noqa: E402
+    ActiveSetOptions,
+    Contacts,
+    DetectionOptions,
+    GaussSeidelOptions,
+    PostOptions,
+    SchurOptions,
+    TreeResponseOptions,
+)
 from solver.contact.colliders import Box, Plane  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
 
@@ -346,29 +354,32 @@ def run(
     seg = np.arange(n_seg)
     pairs = np.concatenate([np.stack((seg, seg + per_coil + d), axis=1) for d in (-1, 0, 1)])
     pairs = pairs[pairs[:, 1] < n_seg] if neighbour_rows else None
+    if response != "direct":  # Gauss–Seidel sweeps (local), or with the tree's step first (tree)
+        method = (TreeResponseOptions if response == "tree" else GaussSeidelOptions)(
+            sweeps=sweeps, pre_sweeps=pre_sweeps, max_colours=max_colours
+        )
+    else:
+        rows = dict(compliance=direct_compliance, collider_compliance=collider_compliance)
+        rows["friction_compliance"] = friction_compliance
+        max_move = None if max_move_radii is None else max_move_radii * wire_radius
+        if direct_method == "schur":
+            method = SchurOptions(geometric_stiffness=geometric_stiffness, **rows)
+        else:
+            method = ActiveSetOptions(rounds=direct_rounds, grow_rounds=grow_rounds, max_move=max_move, **rows)
+    # the post-stabilisation solve as the direct solves (its compliance and rounds)
+    post = PostOptions(
+        velocity=post_velocity, compliance=direct_compliance, rounds=direct_rounds, grow_rounds=grow_rounds
+    )
     contacts = Contacts(
         model,
         colliders,
         friction=friction,
         self_collision=np.arange(model.n_segments) < n_seg,
-        self_friction=self_friction,
-        self_pairs=pairs,
-        sweeps=sweeps,
-        pre_sweeps=pre_sweeps,
-        max_colours=max_colours,
-        response=response,
-        self_contacts=self_contacts,
-        margin=margin,
-        friction_compliance=friction_compliance,
-        direct_rounds=direct_rounds,
-        direct_compliance=direct_compliance,
-        direct_grow_rounds=grow_rounds,
-        collider_compliance=collider_compliance,
-        post_stabilise=post_stabilise,
-        direct_max_move=None if max_move_radii is None else max_move_radii * wire_radius,
-        post_velocity=post_velocity,
-        direct_method=direct_method,
-        geometric_stiffness=geometric_stiffness,
+        method=method,
+        detection=DetectionOptions(
+            self_friction=self_friction, self_pairs=pairs, self_contacts=self_contacts, margin=margin
+        ),
+        post=post if post_stabilise else None,
     )
     sim.gs_constraints.append(contacts)
     start_height = float(sim.positions[:n_seg, 2].mean())
@@ -541,7 +552,7 @@ def main() -> None:
     ap.add_argument(
         "--no-post-stabilise",
         action="store_true",
-        help="leave the overlaps the step's solves leave (Contacts(post_stabilise=False))",
+        help="leave the overlaps the step's solves leave (Contacts(post=None))",
     )
     ap.add_argument(
         "--max-move-radii",
@@ -551,7 +562,7 @@ def main() -> None:
     )
     ap.add_argument("--self-friction", type=float, default=default["self_friction"], help="Coulomb μ between coils")
     ap.add_argument(
-        "--method", default=default["direct_method"], choices=("active_set", "schur"), help="Contacts(direct_method=)"
+        "--method", default=default["direct_method"], choices=("active_set", "schur"), help="Contacts(method=)"
     )
     ap.add_argument(
         "--no-geometric-stiffness",

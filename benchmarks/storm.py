@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -64,25 +65,16 @@ def joint_bend(sim: Simulator) -> np.ndarray:
     return 2.0 * np.arccos(np.clip(np.abs(rel[:, 0]), 0.0, 1.0))
 
 
-def main() -> None:
-    ap = _common.arguments(__doc__)
-    ap.add_argument("--no-leaves", action="store_true", help="bare tree even when attach_leaves exists")
-    ap.add_argument("--peak", type=float, default=30.0, help="peak mean wind speed at 10 m [m/s]")
-    ap.add_argument("--rise", type=float, default=6.0, help="s from calm to the peak (and back)")
-    ap.add_argument("--hold", type=float, default=4.0, help="s at the peak")
-    ap.add_argument("--calm", type=float, default=10.0, help="s of calm after the storm")
-    ap.add_argument(
-        "--rupture-strain",
-        type=float,
-        default=RUPTURE_STRAIN,
-        help="branch joints break past this bending strain (solver/core/fracture.py); 0: no fracture",
-    )
-    args = ap.parse_args()
-
-    model, _, leaves, _ = sapling_tree("white_birch", material("wood"), None if args.no_leaves else material("leaf"))
-    model = gravity_prestress(model)  # as the add-on does: the tree stands as modelled before the wind
+def storm_phases(args) -> tuple[float, float, float]:
+    """The storm's times [s]: peak reached, peak left, wind gone."""
     t_peak0, t_peak1 = args.rise, args.rise + args.hold
-    t_end = t_peak1 + args.rise
+    return t_peak0, t_peak1, t_peak1 + args.rise
+
+
+def storm_simulator(model, args) -> tuple[Simulator, Fracture | None]:
+    """The tree in the storm's power-law wind with gusts and turbulence, drag its only damping; with
+    ``--rupture-strain`` > 0 the fracture hook."""
+    t_peak0, t_peak1, t_end = storm_phases(args)
     speed = lambda t: storm(t, 0.0, t_peak0, t_peak1, t_end, args.peak)  # noqa: E731
     wind = WindField(
         speed,
@@ -101,38 +93,69 @@ def main() -> None:
     frac = Fracture(args.rupture_strain) if args.rupture_strain > 0 else None
     if frac is not None:
         sim.post_step.append(frac)
-    att, n_broken = np.ones(model.n_segments, bool), 0  # segments still hanging on the root
-    is_leaf_joint = np.isin(model.joint_child, leaves)
-    r = model.joint_radii[:, 0]
-    steps = int(round((t_end + args.calm) / sim.dt))
-    ke = np.empty(steps)
-    times = sim.dt * np.arange(1, steps + 1)
-    ms, residuals = [], []
-    max_speed = 0.0
-    max_bend = np.zeros(model.n_joints)
-    max_elastic = np.zeros(model.n_joints)  # bending strain r|κ| against the stress-free rest (what breaks wood)
+    return sim, frac
+
+
+@dataclass
+class StormRecord:
+    """What the run saw: kinetic energy [J] of the attached tree per step and its times [s], ms per step,
+    residuals, the largest segment speed [m/s], per joint the largest bend [rad] and elastic bending strain,
+    the segments still on the root, and whether (and how) the state turned non-finite."""
+
+    ke: np.ndarray
+    times: np.ndarray
+    attached: np.ndarray
+    max_bend: np.ndarray
+    max_elastic: np.ndarray
+    ms: list = field(default_factory=list)
+    residuals: list = field(default_factory=list)
+    max_speed: float = 0.0
+    no_nan: bool = True
+    failure: str = ""
+
+
+def run_storm(sim: Simulator, frac: Fracture | None, steps: int) -> StormRecord:
+    """Step ``steps`` times, recording the tree still attached to its root (broken twigs fall away)."""
+    model = sim.model
+    rec = StormRecord(
+        ke=np.empty(steps),
+        times=sim.dt * np.arange(1, steps + 1),
+        attached=np.ones(model.n_segments, bool),
+        max_bend=np.zeros(model.n_joints),
+        max_elastic=np.zeros(model.n_joints),  # bending strain r|κ| against the stress-free rest (what breaks wood)
+    )
+    n_broken = 0
     elastic = (frac or Fracture()).strain
-    no_nan, failure = True, ""
     for k in range(steps):
         t0 = time.perf_counter()
         try:
             report = sim.step()
         except NonFiniteStateError as exc:
-            no_nan, failure = False, str(exc)
-            ke, times = ke[:k], times[:k]
+            rec.no_nan, rec.failure = False, str(exc)
+            rec.ke, rec.times = rec.ke[:k], rec.times[:k]
             break
-        ms.append(1e3 * (time.perf_counter() - t0))
-        residuals.append(report.residual)
+        rec.ms.append(1e3 * (time.perf_counter() - t0))
+        rec.residuals.append(report.residual)
         if frac is not None and len(frac.broken) != n_broken:  # broken twigs fall away: not the tree any more
-            att, n_broken = attached(sim.model), len(frac.broken)
-        ke[k] = sim.kinetic_energy(att)
-        max_speed = max(max_speed, float(np.max(np.linalg.norm(sim.velocities[att], axis=1))))
+            rec.attached, n_broken = attached(sim.model), len(frac.broken)
+        att = rec.attached
+        rec.ke[k] = sim.kinetic_energy(att)
+        rec.max_speed = max(rec.max_speed, float(np.max(np.linalg.norm(sim.velocities[att], axis=1))))
         cur = sim.model.joint_input_index  # the intact joints' original indices
         on_tree = att[sim.model.joint_parent] & att[sim.model.joint_child]
         cur, bend = cur[on_tree], joint_bend(sim)[on_tree]  # joints of the tree (not of fallen twigs)
-        max_bend[cur] = np.maximum(max_bend[cur], bend)
+        rec.max_bend[cur] = np.maximum(rec.max_bend[cur], bend)
         el = elastic(sim)
-        max_elastic[cur] = np.maximum(max_elastic[cur], el[on_tree])
+        rec.max_elastic[cur] = np.maximum(rec.max_elastic[cur], el[on_tree])
+    return rec
+
+
+def summarise(model, leaves: np.ndarray, sim: Simulator, frac: Fracture | None, rec: StormRecord, args) -> dict:
+    """The benchmark's result (module docstring) from the run's record ``rec``."""
+    t_peak0, t_peak1, t_end = storm_phases(args)
+    ke, times, att, max_bend, max_elastic = rec.ke, rec.times, rec.attached, rec.max_bend, rec.max_elastic
+    is_leaf_joint = np.isin(model.joint_child, leaves)
+    r = model.joint_radii[:, 0]
     peak = float(ke.max()) if ke.size else float("nan")
     after = times >= t_end + 10.0 - 1e-9
     ke_after = float(ke[after][0]) if np.any(after) else float("nan")
@@ -146,7 +169,7 @@ def main() -> None:
     is_leaf = np.zeros((model.n_segments, 1))
     is_leaf[leaves] = 1.0
     carried = beyond_joints(model, is_leaf)[0][:, 0]  # leaves beyond each joint
-    result = {
+    return {
         "segments": model.n_segments,
         "leaves": int(leaves.size),
         "joints": model.n_joints,
@@ -154,9 +177,9 @@ def main() -> None:
         "iterations": sim.max_iterations,
         "peak_wind_mps": args.peak,
         "storm_s": [0.0, t_peak0, t_peak1, t_end],
-        "no_nan": no_nan,
-        "failure": failure,
-        "max_speed_mps": max_speed,
+        "no_nan": rec.no_nan,
+        "failure": rec.failure,
+        "max_speed_mps": rec.max_speed,
         "max_bend_deg": float(np.degrees(max_bend[branch].max())) if branch.any() else 0.0,
         "max_leaf_bend_deg": float(np.degrees(max_bend[is_leaf_joint].max())) if is_leaf_joint.any() else 0.0,
         "max_branch_bending_strain": float(np.max(strain)),
@@ -180,12 +203,36 @@ def main() -> None:
         "peak_kinetic_energy_at_s": float(times[int(np.argmax(ke))]) if ke.size else float("nan"),
         "ke_ratio_after_10s": ke_after / peak,
         "seconds_to_1pct_after_wind": float(times[quiet[0]] - t_end) if quiet.size else None,
-        "ms_per_step": float(np.median(ms)) if ms else float("nan"),
-        "residual_median": float(np.median(residuals)) if residuals else float("nan"),
-        "residual_max": float(np.max(residuals)) if residuals else float("nan"),
+        "ms_per_step": float(np.median(rec.ms)) if rec.ms else float("nan"),
+        "residual_median": float(np.median(rec.residuals)) if rec.residuals else float("nan"),
+        "residual_max": float(np.max(rec.residuals)) if rec.residuals else float("nan"),
     }
+
+
+def main() -> None:
+    ap = _common.arguments(__doc__)
+    ap.add_argument("--no-leaves", action="store_true", help="bare tree even when attach_leaves exists")
+    ap.add_argument("--peak", type=float, default=30.0, help="peak mean wind speed at 10 m [m/s]")
+    ap.add_argument("--rise", type=float, default=6.0, help="s from calm to the peak (and back)")
+    ap.add_argument("--hold", type=float, default=4.0, help="s at the peak")
+    ap.add_argument("--calm", type=float, default=10.0, help="s of calm after the storm")
+    ap.add_argument(
+        "--rupture-strain",
+        type=float,
+        default=RUPTURE_STRAIN,
+        help="branch joints break past this bending strain (solver/core/fracture.py); 0: no fracture",
+    )
+    args = ap.parse_args()
+
+    model, _, leaves, _ = sapling_tree("white_birch", material("wood"), None if args.no_leaves else material("leaf"))
+    model = gravity_prestress(model)  # as the add-on does: the tree stands as modelled before the wind
+    sim, frac = storm_simulator(model, args)
+    t_end = storm_phases(args)[2]
+    steps = int(round((t_end + args.calm) / sim.dt))
+    rec = run_storm(sim, frac, steps)
+    result = summarise(model, leaves, sim, frac, rec, args)
     result["target_met"] = bool(
-        no_nan and result["ke_ratio_after_10s"] < 0.01 and math.isfinite(result["max_bend_deg"])
+        rec.no_nan and result["ke_ratio_after_10s"] < 0.01 and math.isfinite(result["max_bend_deg"])
     )
     _common.report(result, args.json, "{:>28}: {}")
 

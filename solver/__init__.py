@@ -21,7 +21,6 @@ Public API::
 
 import types
 
-from .core import quaternion as quaternion  # unit quaternions (w, x, y, z) as arrays: the add-on's rotations
 # The public API: each name is imported as itself from its layer (an explicit re-export).
 from .air import AerodynamicDrag as AerodynamicDrag
 from .air import WindField as WindField
@@ -39,28 +38,41 @@ from .build import material as material
 from .build import nearest_segments as nearest_segments
 from .build import resample_polyline as resample_polyline
 from .build import tree_from_branches as tree_from_branches
+from .contact import ActiveSetOptions as ActiveSetOptions
 from .contact import Box as Box
 from .contact import Capsule as Capsule
 from .contact import Collider as Collider
+from .contact import ContactReport as ContactReport
 from .contact import Contacts as Contacts
+from .contact import DetectionOptions as DetectionOptions
+from .contact import GaussSeidelOptions as GaussSeidelOptions
 from .contact import Mesh as Mesh
 from .contact import Plane as Plane
+from .contact import PostOptions as PostOptions
+from .contact import SchurOptions as SchurOptions
 from .contact import Sphere as Sphere
 from .core import COMPILED_LOGGER as COMPILED_LOGGER
 from .core import DEFAULT_SHEAR_COEFFICIENT as DEFAULT_SHEAR_COEFFICIENT
 from .core import DEFAULT_STRETCH_COMPLIANCE as DEFAULT_STRETCH_COMPLIANCE
 from .core import JOINT_KINDS as JOINT_KINDS
 from .core import STRETCH_MODES as STRETCH_MODES
+from .core import ConstraintSet as ConstraintSet
+from .core import ForceField as ForceField
 from .core import Fracture as Fracture
+from .core import JointSystem as JointSystem
 from .core import NonFiniteStateError as NonFiniteStateError
+from .core import PostStepHook as PostStepHook
 from .core import RodModel as RodModel
 from .core import Simulator as Simulator
+from .core import State as State
+from .core import StepContext as StepContext
 from .core import StepReport as StepReport
 from .core import TreeKKT as TreeKKT
 from .core import compiled_status as compiled_status
 from .core import cross_section_moments as cross_section_moments
 from .core import known_compiled_status as known_compiled_status
 from .core import prepare_compiled as prepare_compiled
+from .core import quaternion as quaternion  # unit quaternions (w, x, y, z) as arrays: the add-on's rotations
 from .core import rod_from_polyline as rod_from_polyline
 from .core import set_compiled_cache as set_compiled_cache
 from .models import ROD_MODELS as ROD_MODELS

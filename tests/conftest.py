@@ -7,6 +7,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the tests' shared helpers (blender_env.py) for the test files in the rooms below: tests/solver/core, tests/addon, …
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 
 
 import pytest  # noqa: E402

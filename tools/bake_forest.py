@@ -10,7 +10,8 @@ On a farm (a running ``dask scheduler`` and ``dask worker tcp://HOST:8786`` on t
 Needs the ``bpy`` module, ``dask`` and ``distributed`` (requirements-dev.txt). The trees are the scene's
 Sapling trees and curves (``--collection`` / ``--objects``: only those), each baked with its own Stiff Rods
 settings over the scene's frame range (``--frames``) in the scene's wind, exactly as Bake would
-(addon/forest.py). A task that raises (the scene unreadable on a worker) is retried ``--retries`` times;
+(addon/bake.py's ``run_bake`` in each task, ``write_bake`` in this process; addon/forest.py). A task that
+raises (the scene unreadable on a worker) is retried ``--retries`` times;
 a task whose worker dies is run again on another worker by Dask. The results come back to this process,
 which keeps them in a cache folder next to ``--out``, writes all keyframes in one pass into a copy of the
 scene and saves it as ``--out`` (the input is never written; the leaves' point caches go next to
@@ -76,7 +77,7 @@ def local_blend(blend) -> str:
 
 
 def bake_task(addon_root: str, blend, names: list, start: int, end: int) -> list:
-    """One Dask task: bake the trees ``names`` (addon/forest.py:bake_one each)."""
+    """One Dask task: bake the trees ``names`` (addon/forest_pool.py:bake_one each: a BakeRecord's bytes)."""
     forest = load_forest(addon_root)
     path = local_blend(blend)
     return [forest.bake_one(path, name, start, end) for name in names]

@@ -16,7 +16,8 @@ enabled. Without ``--zip`` the add-on must already be enabled in your profile.
 
 Then selects the Sapling armature, saves the tree as ``--out`` (the leaves' point cache is written
 next to the .blend it belongs to, and relative paths are remapped to the new folder), bakes the frame
-range, saves ``--out`` again with no ``.blend1`` backup, and prints a short summary with the solver that ran
+range with the Bake operator (addon/bake.py: ``run_bake``, then ``write_bake``), saves ``--out`` again with no
+``.blend1`` backup, and prints a short summary with the solver that ran
 (compiled, or numpy without numba; ``--json``: one JSON line instead). Blender's reports of these steps are held
 back; warnings and errors are printed.
 """

@@ -76,7 +76,7 @@ ZIPS_JSON = "zips.json"
 TABLE_START, TABLE_END = "<!-- zip-table:start -->", "<!-- zip-table:end -->"
 
 # What the legacy zip holds (the extension build uses [build] paths_exclude_pattern of the manifest;
-# tests/test_install.py checks both zips hold the same add-on files).
+# tests/blender/test_install.py checks both zips hold the same add-on files).
 LEGACY_ROOT_FILES = ("__init__.py", MANIFEST, "LICENSE", "LICENSE.txt")
 LEGACY_PACKAGES = ("addon", "solver")
 SKIP_DIRS = {"__pycache__"}

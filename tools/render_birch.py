@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Render pictures of a baked tree with Blender's Workbench engine (Debian's blender 3.4 or newer).
 
-    python3 tools/render_birch.py baked_birch.blend --out-dir docs/images/
+    python3 tools/render_birch.py baked_birch.blend --out-dir /tmp/pics
 
 ``baked_birch.blend`` is what README command 1 writes (the leaves' point cache
 ``leaves_stiff_rods.pc2`` must lie next to it). The command starts ``blender -b --factory-startup``
-on the file with this script (without the add-on: a baked tree plays on its own) and writes
+on the file with this script (without the add-on: a baked tree plays on its own) and writes into
+``--out-dir`` (required; ``docs/images/`` replaces the README's pictures)
 
 * ``crown_rest_vs_storm.png``: the crown at the first frame and at the storm peak, side by side,
   seen by one orthographic camera from the side, across the wind;
@@ -41,8 +42,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # inside Blender (--python) this folder is not on the path
 import _blender_run  # noqa: E402
 
-DEFAULT_OUT = os.path.join(os.path.dirname(HERE), "docs", "images")
-
 BARK = (0.86, 0.84, 0.80, 1.0)  # birch bark: off-white
 LEAVES = (0.22, 0.48, 0.12, 1.0)  # leaf green
 SKY = (0.62, 0.72, 0.84)  # background (world colour)
@@ -53,7 +52,7 @@ LEVELS = 31  # 32 levels per channel: PNGs a third smaller, no visible banding
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("blend", help="baked .blend (README command 1's baked_birch.blend)")
-    ap.add_argument("--out-dir", default=DEFAULT_OUT, help="folder for the PNGs (default: docs/images/)")
+    ap.add_argument("--out-dir", required=True, help="folder for the PNGs (the README's pictures: docs/images/)")
     ap.add_argument("--strip", type=int, default=6, help="frames in the storm strip (default 6)")
     ap.add_argument(
         "--crown", type=float, default=0.2, help="top fraction of the tree's height that is its crown (default 0.2)"
@@ -276,6 +275,15 @@ def setup_look(scene):
             o.color = BARK
 
 
+def strip_frames(first: int, last: int, count: int, peak: int, np) -> list[int]:
+    """``count`` (at least 2) frames spread evenly over first…last, the one nearest the peak moved onto it."""
+    n = max(2, count)
+    frames = sorted(set(int(round(x)) for x in np.linspace(first, last, n)))
+    near = min(range(len(frames)), key=lambda i: abs(frames[i] - peak))
+    frames[near] = peak
+    return sorted(set(frames))
+
+
 def work(args):
     import bpy
     import numpy as np
@@ -326,11 +334,7 @@ def work(args):
     crown_png = os.path.join(args.out_dir, "crown_rest_vs_storm.png")
     crown_wh = stitch(panels, crown_png, np)
     # (b) the whole tree through the storm
-    n = max(2, args.strip)
-    frames = sorted(set(int(round(x)) for x in np.linspace(first, scene.frame_end, n)))
-    near = min(range(len(frames)), key=lambda i: abs(frames[i] - peak))
-    frames[near] = peak
-    frames = sorted(set(frames))
+    frames = strip_frames(first, scene.frame_end, args.strip, peak, np)
     fit_camera(cam, np.concatenate([points(f, False) for f in frames]), axes, args.strip_size, 0.03, np)
     panels = [
         render_panel(

@@ -3,7 +3,7 @@
 """Screenshot the "Stiff Rods" tab of the 3D View sidebar in Blender's real GUI, under Xvfb.
 
     python3 tools/build_extension.py --legacy-only --out /tmp/dist_pics
-    python3 tools/screenshot_panel.py --zip /tmp/dist_pics/stiff_rods-0.1.0-legacy.zip --out-dir docs/images/
+    python3 tools/screenshot_panel.py --zip /tmp/dist_pics/stiff_rods-0.1.0-legacy.zip --out-dir /tmp/pics
 
 Starts ``xvfb-run -a blender --enable-event-simulate`` (Debian's blender 3.4; Blender 3.4-4.1 take
 the legacy add-on) with a throw-away user profile (BLENDER_USER_RESOURCES, BLENDER_USER_SCRIPTS,
@@ -16,10 +16,11 @@ sidebar tab, so the script moves the simulated mouse over the sidebar's tab stri
 wheel (which cycles the tabs) until the add-on's panel is the one drawn. It then takes
 ``bpy.ops.screen.screenshot`` from a timer and quits Blender.
 
-Writes ``n_panel.png`` (the sidebar, cut to the panel's height) and, with ``--full``,
-``n_panel_window.png`` (the whole window). ``--size W H`` is the window's size in pixels (default
-1280 1100: tall enough for the whole panel). Gives up after ``--timeout`` seconds (default 300).
-Prints one JSON line with the files written, their sizes and the seconds taken.
+Writes into ``--out-dir`` (required; ``docs/images/`` replaces the README's picture) ``n_panel.png`` (the
+sidebar, cut to the panel's height) and, with ``--full``, ``n_panel_window.png`` (the whole window).
+``--size W H`` is the window's size in pixels (default 1280 1100: tall enough for the whole panel). Gives
+up after ``--timeout`` seconds (default 300). Prints one JSON line with the files written, their sizes and
+the seconds taken.
 """
 
 import argparse
@@ -49,9 +50,7 @@ def parse(argv):
         default=os.path.join(ROOT, "sample_blends", "white_birch.blend"),
         help="tree to open (default: sample_blends/white_birch.blend)",
     )
-    ap.add_argument(
-        "--out-dir", default=os.path.join(ROOT, "docs", "images"), help="folder for the PNGs (default: docs/images/)"
-    )
+    ap.add_argument("--out-dir", required=True, help="folder for the PNGs (the README's picture: docs/images/)")
     ap.add_argument("--full", action="store_true", help="also write the whole window as n_panel_window.png")
     _blender_run.add_size(ap, "--size", (1280, 1100), "window size in pixels")
     ap.add_argument(
@@ -133,147 +132,187 @@ def launch(args):
 # ---------------------------------------------------------------- worker (inside Blender's GUI)
 
 
-def work(args):
-    import addon_utils
-    import bpy
+def _view3d(win):
+    """The window's largest 3D View, or None."""
+    areas = [a for a in win.screen.areas if a.type == "VIEW_3D"]
+    return max(areas, key=lambda a: a.width * a.height) if areas else None
 
-    state = {"step": 0, "drawn": 0, "tries": 0, "t0": time.perf_counter()}
 
-    def report(**kw):
+def _sidebar(area):
+    """The 3D View's sidebar (its UI region)."""
+    return next(r for r in area.regions if r.type == "UI")
+
+
+class _Shooter:
+    """The timer's state machine inside Blender: ``step`` 0 maximise the 3D View, 1 open the sidebar and frame
+    the tree, 10… drag the sidebar's edge (four events per attempt), 2 wheel over the tab strip until the panel
+    is drawn, 3 take the screenshot and quit. Each stage returns the seconds until the next tick, or None."""
+
+    def __init__(self, args, bpy):
+        self.args, self.bpy = args, bpy
+        self.step, self.drawn, self.tries, self.t0 = 0, 0, 0, time.perf_counter()
+
+    def report(self, **kw):
         print("SCREENSHOT_PANEL " + json.dumps(kw), flush=True)
 
-    def fail(msg):
-        report(error=msg)
+    def fail(self, msg):
+        self.report(error=msg)
+        self.bpy.ops.wm.quit_blender()
+        return None
+
+    def tick(self):
+        try:
+            return self.advance()
+        except Exception as exc:  # a timer's exception would leave Blender running
+            import traceback
+
+            traceback.print_exc()
+            return self.fail(f"{type(exc).__name__}: {exc}")
+
+    def advance(self):
+        win = self.bpy.context.window_manager.windows[0]
+        area = _view3d(win)
+        if area is None:
+            return self.fail("no 3D View in the window")
+        s = self.step
+        if s == 0:
+            return self.maximise(win, area)
+        if s == 1:
+            return self.open_sidebar(win, area)
+        if s >= 10:
+            return self.widen_sidebar(win, area, s)
+        if s == 2:
+            return self.find_tab(win, area)
+        if s == 3:
+            return self.shoot(win, area)
+        return None
+
+    def maximise(self, win, area):
+        """The 3D View fills the window."""
+        with self.bpy.context.temp_override(window=win, area=area, region=area.regions[-1]):
+            self.bpy.ops.screen.screen_full_area()
+        self.step = 1
+        return 0.5
+
+    def open_sidebar(self, win, area):
+        """Sidebar open, solid shading with overlays, the tree in view."""
+        space = area.spaces.active
+        space.show_region_ui = True
+        space.shading.type = "SOLID"
+        space.overlay.show_overlays = True
+        region = next(r for r in area.regions if r.type == "WINDOW")
+        with self.bpy.context.temp_override(window=win, area=area, region=region):
+            self.bpy.ops.view3d.view_all(center=False)
+        self.step = 10
+        return 0.5
+
+    def widen_sidebar(self, win, area, s):
+        """Drag the sidebar's edge to ``--sidebar-width``: labels unabridged (three attempts)."""
+        args = self.args
+        ui = _sidebar(area)
+        phase, attempt = (s - 10) % 4, (s - 10) // 4
+        if phase == 0 and (ui.width >= args.sidebar_width - 2 or attempt >= 3):
+            self.step = 2
+            self.drawn = 0
+            return 0.5
+        x0, y = ui.x + (-2, 1, 4)[attempt], ui.y + ui.height // 2
+        x1 = x0 - (args.sidebar_width - ui.width)
+        # one event a tick: the press must find the edge's action zone under the mouse
+        ev = (
+            ("MOUSEMOVE", "NOTHING", x0),
+            ("LEFTMOUSE", "PRESS", x0),
+            ("MOUSEMOVE", "NOTHING", x1),
+            ("LEFTMOUSE", "RELEASE", x1),
+        )[phase]
+        win.event_simulate(type=ev[0], value=ev[1], x=ev[2], y=y)
+        self.step = s + 1
+        return 0.2
+
+    def find_tab(self, win, area):
+        """Turn the wheel over the tab strip until our tab is drawn (at most 12 tries)."""
+        if self.drawn > 0:
+            self.step = 3
+            return 0.5
+        if self.tries >= 12:
+            os.makedirs(self.args.out_dir, exist_ok=True)
+            with self.bpy.context.temp_override(window=win, area=area):
+                self.bpy.ops.screen.screenshot(filepath=os.path.join(self.args.out_dir, "n_panel_failed.png"))
+            return self.fail(f'the sidebar never showed the "{CATEGORY}" tab (window: n_panel_failed.png)')
+        ui = _sidebar(area)
+        # the tabs run down the sidebar's outer edge; there the wheel cycles them (over the panel,
+        # Ctrl+Wheel would change the number field under the mouse instead)
+        x, y = ui.x + ui.width - 8, ui.y + ui.height - 40
+        win.event_simulate(type="MOUSEMOVE", value="NOTHING", x=x, y=y)
+        win.event_simulate(type="WHEELDOWNMOUSE", value="PRESS", x=x, y=y)
+        self.tries += 1
+        self.drawn = 0
+        return 0.5
+
+    def shoot(self, win, area):
+        """Screenshot the window, cut the sidebar out of it, report the files and quit."""
+        args, bpy = self.args, self.bpy
+        ui = _sidebar(area)
+        os.makedirs(args.out_dir, exist_ok=True)
+        full = (
+            os.path.join(args.out_dir, "n_panel_window.png")
+            if args.full
+            else os.path.join(bpy.app.tempdir, "n_panel_window.png")
+        )
+        with bpy.context.temp_override(window=win, area=area, region=ui):
+            bpy.ops.screen.screenshot(filepath=full, check_existing=False)
+        panel_png = os.path.join(args.out_dir, "n_panel.png")
+        size = crop(full, panel_png, ui)
+        files = {panel_png: {"px": size, "bytes": os.path.getsize(panel_png)}}
+        if args.full:
+            files[full] = {"px": [win.width, win.height], "bytes": os.path.getsize(full)}
+        self.report(
+            files=files,
+            tab_tries=self.tries,
+            sidebar_width=ui.width,
+            gui_seconds=round(time.perf_counter() - self.t0, 1),
+        )
         bpy.ops.wm.quit_blender()
         return None
 
-    bpy.context.preferences.system.use_region_overlap = False  # the sidebar on its own background
-    bpy.ops.preferences.addon_install(filepath=args.zip, overwrite=True)
-    addon_utils.enable("stiff_rods", default_set=True)
+
+def _count_draws(bpy, shooter: _Shooter) -> bool:
+    """Re-register the add-on's panel with a draw that counts its calls (which sidebar tab Blender draws);
+    False when the add-on did not register it."""
     panel = getattr(bpy.types, PANEL, None)
     if panel is None:
-        report(error=f"the add-on did not register {PANEL}")
-        bpy.ops.wm.quit_blender()
-        return
+        return False
     draw = panel.draw
 
-    def counting_draw(self, context):  # tells which sidebar tab Blender draws
-        state["drawn"] += 1
+    def counting_draw(self, context):
+        shooter.drawn += 1
         draw(self, context)
 
     # a registered class's draw is bound at registration: register it again with the counting one
     bpy.utils.unregister_class(panel)
     panel.draw = counting_draw
     bpy.utils.register_class(panel)
+    return True
+
+
+def work(args):
+    import addon_utils
+    import bpy
+
+    shooter = _Shooter(args, bpy)
+    bpy.context.preferences.system.use_region_overlap = False  # the sidebar on its own background
+    bpy.ops.preferences.addon_install(filepath=args.zip, overwrite=True)
+    addon_utils.enable("stiff_rods", default_set=True)
+    if not _count_draws(bpy, shooter):
+        shooter.fail(f"the add-on did not register {PANEL}")
+        return
     arm = next((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), None)
     if arm is None:
-        report(error="no armature in the scene: open a Sapling tree made with 'Use Armature'")
-        bpy.ops.wm.quit_blender()
+        shooter.fail("no armature in the scene: open a Sapling tree made with 'Use Armature'")
         return
     for o in bpy.context.scene.objects:
         o.select_set(o is arm)
     bpy.context.view_layer.objects.active = arm
-
-    def view3d(win):
-        areas = [a for a in win.screen.areas if a.type == "VIEW_3D"]
-        return max(areas, key=lambda a: a.width * a.height) if areas else None
-
-    def sidebar(area):
-        return next(r for r in area.regions if r.type == "UI")
-
-    def step():
-        try:
-            return advance()
-        except Exception as exc:  # a timer's exception would leave Blender running
-            import traceback
-
-            traceback.print_exc()
-            return fail(f"{type(exc).__name__}: {exc}")
-
-    def advance():
-        win = bpy.context.window_manager.windows[0]
-        area = view3d(win)
-        if area is None:
-            return fail("no 3D View in the window")
-        s = state["step"]
-        if s == 0:  # the 3D View fills the window, sidebar open, tree in view
-            with bpy.context.temp_override(window=win, area=area, region=area.regions[-1]):
-                bpy.ops.screen.screen_full_area()
-            state["step"] = 1
-            return 0.5
-        if s == 1:
-            space = area.spaces.active
-            space.show_region_ui = True
-            space.shading.type = "SOLID"
-            space.overlay.show_overlays = True
-            region = next(r for r in area.regions if r.type == "WINDOW")
-            with bpy.context.temp_override(window=win, area=area, region=region):
-                bpy.ops.view3d.view_all(center=False)
-            state["step"] = 10
-            return 0.5
-        if s >= 10:  # drag the sidebar's edge: labels unabridged
-            ui = sidebar(area)
-            phase, attempt = (s - 10) % 4, (s - 10) // 4
-            if phase == 0 and (ui.width >= args.sidebar_width - 2 or attempt >= 3):
-                state["step"] = 2
-                state["drawn"] = 0
-                return 0.5
-            x0, y = ui.x + (-2, 1, 4)[attempt], ui.y + ui.height // 2
-            x1 = x0 - (args.sidebar_width - ui.width)
-            # one event a tick: the press must find the edge's action zone under the mouse
-            ev = (
-                ("MOUSEMOVE", "NOTHING", x0),
-                ("LEFTMOUSE", "PRESS", x0),
-                ("MOUSEMOVE", "NOTHING", x1),
-                ("LEFTMOUSE", "RELEASE", x1),
-            )[phase]
-            win.event_simulate(type=ev[0], value=ev[1], x=ev[2], y=y)
-            state["step"] = s + 1
-            return 0.2
-        if s == 2:  # the wheel over the tab strip until our tab is drawn
-            if state["drawn"] > 0:
-                state["step"] = 3
-                return 0.5
-            if state["tries"] >= 12:
-                os.makedirs(args.out_dir, exist_ok=True)
-                with bpy.context.temp_override(window=win, area=area):
-                    bpy.ops.screen.screenshot(filepath=os.path.join(args.out_dir, "n_panel_failed.png"))
-                return fail(f'the sidebar never showed the "{CATEGORY}" tab (window: n_panel_failed.png)')
-            ui = sidebar(area)
-            # the tabs run down the sidebar's outer edge; there the wheel cycles them (over the panel,
-            # Ctrl+Wheel would change the number field under the mouse instead)
-            x, y = ui.x + ui.width - 8, ui.y + ui.height - 40
-            win.event_simulate(type="MOUSEMOVE", value="NOTHING", x=x, y=y)
-            win.event_simulate(type="WHEELDOWNMOUSE", value="PRESS", x=x, y=y)
-            state["tries"] += 1
-            state["drawn"] = 0
-            return 0.5
-        if s == 3:
-            ui = sidebar(area)
-            os.makedirs(args.out_dir, exist_ok=True)
-            full = (
-                os.path.join(args.out_dir, "n_panel_window.png")
-                if args.full
-                else os.path.join(bpy.app.tempdir, "n_panel_window.png")
-            )
-            with bpy.context.temp_override(window=win, area=area, region=ui):
-                bpy.ops.screen.screenshot(filepath=full, check_existing=False)
-            panel_png = os.path.join(args.out_dir, "n_panel.png")
-            size = crop(full, panel_png, ui)
-            files = {panel_png: {"px": size, "bytes": os.path.getsize(panel_png)}}
-            if args.full:
-                files[full] = {"px": [win.width, win.height], "bytes": os.path.getsize(full)}
-            report(
-                files=files,
-                tab_tries=state["tries"],
-                sidebar_width=ui.width,
-                gui_seconds=round(time.perf_counter() - state["t0"], 1),
-            )
-            bpy.ops.wm.quit_blender()
-            return None
-        return None
-
-    bpy.app.timers.register(step, first_interval=1.0)
+    bpy.app.timers.register(shooter.tick, first_interval=1.0)
 
 
 def crop(full_png, out_png, region):

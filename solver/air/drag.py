@@ -47,12 +47,14 @@ only acts where the leaf's drag time scale m / (ρ C_n A |w|) is shorter than ab
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..core import compiled
 from ..core import quaternion as quat
-from ..core.model import RodModel
+from ..core.model import RodModel, rod_from_polyline
 
 RHO_AIR = 1.225  # kg/m³, sea level, 15 °C
 CD_BRANCH = 1.2  # circular cylinder, subcritical Reynolds number
@@ -153,7 +155,7 @@ class AerodynamicDrag:
         w± = w0 ∓ e, their axial parts are equal and every sum over the two points is written out, on
         (k,) and (k, 3) arrays only (a quarter of the work of (k, 2, 3) arrays and their contractions)."""
         segs = self.segments
-        kernel = compiled.drag_kernel() if segs.size and getattr(sim, "compiled", False) else None
+        kernel = compiled.kernel("drag") if segs.size and getattr(sim, "compiled", False) else None
         if kernel is not None:
             return self.compiled_loads(sim, kernel)
         m = self.model
@@ -176,46 +178,13 @@ class AerodynamicDrag:
         w0x, w0y, w0z = _dot(w0, d1), _dot(w0, d2), _dot(w0, d3)
         ex, ey = _dot(e, d1), _dot(e, d2)
         k_rod = self.rods.size
-        half = self._half_weight
         f = np.empty((segs.size, 3))
         fd = np.empty((segs.size, 3))  # f₊ − f₋: the torque is a d3 × (f₊ − f₋)
         gain = np.empty(segs.size)  # Σ over both points of the drag gain [N per m/s]
-
-        # branch cylinders: f = ½ ρ C_d · width·|w⊥| · w⊥ with width·|w⊥| = 2 √(a² w_y² + b² w_x²),
-        # w⊥± = p0 ∓ e with p0 = w0 − (w0·d3) d3
         if k_rod:
-            r = m.radii[self.rods]
-            c = half[:k_rod] * self.cd_branch * 2.0
-            r0, r1 = r[:, 0], r[:, 1]
-            gp = c * np.hypot(r0 * (w0y[:k_rod] - ey[:k_rod]), r1 * (w0x[:k_rod] - ex[:k_rod]))
-            gm = c * np.hypot(r0 * (w0y[:k_rod] + ey[:k_rod]), r1 * (w0x[:k_rod] + ex[:k_rod]))
-            p0 = w0[:k_rod] - w0z[:k_rod, None] * d3[:k_rod]
-            er = e[:k_rod]
-            sp, sm = gp + gm, gp - gm
-            f[:k_rod] = sp[:, None] * p0 - sm[:, None] * er
-            fd[:k_rod] = sm[:, None] * p0 - sp[:, None] * er
-            gain[:k_rod] = sp
-        # leaf plates: normal (local y) and in-plane parts, f = h (C_n |w_n| w_n + C_t |w_t| w_t)
+            self._cylinder_drag(w0[:k_rod], e[:k_rod], d3[:k_rod], (w0x, w0y, w0z), ex, ey, (f, fd, gain))
         if self.plates.size:
-            wl, el, y = w0[k_rod:], e[k_rod:], d2[k_rod:]
-            h = half[k_rod:] * self._plate_width
-            w2 = _dot(wl, wl) + _dot(el, el)
-            we = 2.0 * _dot(wl, el)
-            ends = []
-            for sign in (1.0, -1.0):  # the point at +a, then at −a
-                wy_p = w0y[k_rod:] - sign * ey[k_rod:]
-                speed2 = np.maximum(w2 - sign * we, 0.0)  # |w±|²
-                g_n = h * self.cd_leaf_normal * np.abs(wy_p)
-                if self.leaf_vogel_exponent:  # blade curling above U_R: C_n (|w|/U_R)^B (module docstring)
-                    rel = np.sqrt(speed2) / self.leaf_reconfiguration_speed
-                    g_n *= np.where(rel > 1.0, np.maximum(rel, 1.0) ** self.leaf_vogel_exponent, 1.0)
-                g_t = h * self.cd_leaf_tangential * np.sqrt(np.maximum(speed2 - wy_p**2, 0.0))
-                ends.append(((g_n - g_t) * wy_p, g_t, np.maximum(g_n, g_t)))
-            (ap, tp, mp), (am, tm, mm) = ends
-            # f± = (g_n − g_t) w_y± d2 + g_t (w0 ∓ e)
-            f[k_rod:] = (ap + am)[:, None] * y + (tp + tm)[:, None] * wl - (tp - tm)[:, None] * el
-            fd[k_rod:] = (ap - am)[:, None] * y + (tp - tm)[:, None] * wl - (tp + tm)[:, None] * el
-            gain[k_rod:] = mp + mm
+            self._plate_drag(w0[k_rod:], e[k_rod:], d2[k_rod:], w0y, ey, (f, fd, gain))
         forces[segs] = f
         torques[segs] = a[:, None] * np.cross(d3, fd)
 
@@ -234,6 +203,47 @@ class AerodynamicDrag:
             self._limit_plate_step(sim, forces, torques, damping, rot[k_rod:])
         self.implicit_damping = damping
         return forces, torques
+
+    def _cylinder_drag(self, w0, e, d3, w0_local, ex, ey, out) -> None:
+        """Branch cylinders (the first rows of ``out`` = (f, f₊ − f₋, gain)): f = ½ ρ C_d · width·|w⊥| · w⊥ with
+        width·|w⊥| = 2 √(a² w_y² + b² w_x²), w⊥± = p0 ∓ e with p0 = w0 − (w0·d3) d3."""
+        f, fd, gain = out
+        k_rod = self.rods.size
+        w0x, w0y, w0z = (c[:k_rod] for c in w0_local)
+        r = self.model.radii[self.rods]
+        c = self._half_weight[:k_rod] * self.cd_branch * 2.0
+        r0, r1 = r[:, 0], r[:, 1]
+        gp = c * np.hypot(r0 * (w0y - ey[:k_rod]), r1 * (w0x - ex[:k_rod]))
+        gm = c * np.hypot(r0 * (w0y + ey[:k_rod]), r1 * (w0x + ex[:k_rod]))
+        p0 = w0 - w0z[:, None] * d3
+        sp, sm = gp + gm, gp - gm
+        f[:k_rod] = sp[:, None] * p0 - sm[:, None] * e
+        fd[:k_rod] = sm[:, None] * p0 - sp[:, None] * e
+        gain[:k_rod] = sp
+
+    def _plate_drag(self, wl, el, y, w0y, ey, out) -> None:
+        """Leaf plates (the last rows of ``out`` = (f, f₊ − f₋, gain)): normal (local y) and in-plane parts,
+        f = h (C_n |w_n| w_n + C_t |w_t| w_t)."""
+        f, fd, gain = out
+        k_rod = self.rods.size
+        h = self._half_weight[k_rod:] * self._plate_width
+        w2 = _dot(wl, wl) + _dot(el, el)
+        we = 2.0 * _dot(wl, el)
+        ends = []
+        for sign in (1.0, -1.0):  # the point at +a, then at −a
+            wy_p = w0y[k_rod:] - sign * ey[k_rod:]
+            speed2 = np.maximum(w2 - sign * we, 0.0)  # |w±|²
+            g_n = h * self.cd_leaf_normal * np.abs(wy_p)
+            if self.leaf_vogel_exponent:  # blade curling above U_R: C_n (|w|/U_R)^B (module docstring)
+                rel = np.sqrt(speed2) / self.leaf_reconfiguration_speed
+                g_n *= np.where(rel > 1.0, np.maximum(rel, 1.0) ** self.leaf_vogel_exponent, 1.0)
+            g_t = h * self.cd_leaf_tangential * np.sqrt(np.maximum(speed2 - wy_p**2, 0.0))
+            ends.append(((g_n - g_t) * wy_p, g_t, np.maximum(g_n, g_t)))
+        (ap, tp, mp), (am, tm, mm) = ends
+        # f± = (g_n − g_t) w_y± d2 + g_t (w0 ∓ e)
+        f[k_rod:] = (ap + am)[:, None] * y + (tp + tm)[:, None] * wl - (tp - tm)[:, None] * el
+        fd[k_rod:] = (ap - am)[:, None] * y + (tp - tm)[:, None] * wl - (tp + tm)[:, None] * el
+        gain[k_rod:] = mp + mm
 
     def compiled_loads(self, sim, kernel):
         """:meth:`__call__` by ``kernel`` (the module :mod:`solver.air._drag_kernel`): the same loads and
@@ -273,3 +283,31 @@ class AerodynamicDrag:
         scale = np.minimum(1.0, limit)
         forces[p] *= scale[:, None]
         torques[p] *= scale[:, None]
+
+
+def _warm_up_drag(drag_kernel) -> None:
+    """Compile (or load) the drag kernel and compare it with the numpy drag on a branch and a leaf plate in a
+    wind above the leaves' reconfiguration speed, turning: loads and damping bounds to rounding."""
+    rod = rod_from_polyline([[0, 0, 0], [0, 0, 0.5], [0.1, 0, 1], [0.2, 0.1, 1.1]], 0.02, 1e9, pinned=["start"])
+    model = rod.copy_with(leaf=[False, False, True])  # the last segment a leaf plate
+    wind = SimpleNamespace(velocity=lambda x, t: np.tile([14.0, 3.0, -1.0], (len(x), 1)))
+    drag = AerodynamicDrag(model, wind)
+    n = model.n_segments
+    rng = np.random.default_rng(0)
+    sim = SimpleNamespace(
+        positions=model.positions, orientations=model.orientations + 0.1 * rng.standard_normal((n, 4)),
+        angular_velocities=rng.standard_normal((n, 3)), velocities=rng.standard_normal((n, 3)), time=0.0,
+        dt=1 / 60, compiled=False, step_context=SimpleNamespace(stage_dt=1 / 60, step_dt=1 / 60),
+    )  # fmt: skip
+    reference = drag(sim) + (drag.implicit_damping,)
+    loads = drag.compiled_loads(sim, drag_kernel) + (drag.implicit_damping,)
+    error = max(float(np.max(np.abs(a - b))) for a, b in zip(loads, reference, strict=True))
+    scale = max(float(np.max(np.abs(a))) for a in reference)
+    if not (scale > 0.0 and error <= 1e-12 * scale):
+        raise RuntimeError(f"the compiled drag disagrees with the numpy drag (difference {error:.3g})")
+
+
+# the compiled drag joins the compiled path (its cache key, its warm-up, compiled.kernel("drag"))
+compiled.register_kernel(
+    "drag", f"{__package__}._drag_kernel", Path(__file__).with_name("_drag_kernel.py"), _warm_up_drag
+)

@@ -103,7 +103,7 @@ class WindField:
     ``modes``: number of turbulence Fourier modes (more: closer to the ideal correlation, slower).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (the public keyword options of a wind, each checked by a _set_* method)
         self,
         speed: float | Callable[[float], float] = 0.0,
         direction: Sequence[float] | Callable[[float], Sequence[float]] = (1.0, 0.0, 0.0),
@@ -126,7 +126,18 @@ class WindField:
         max_distance: float = math.inf,
         modes: int = 64,
     ):
-        # each a callable of time or a constant: one of the two is None
+        self._set_mean(speed, direction)
+        self._set_profile(profile, reference_height, ground_height, power_exponent, roughness_length)
+        self._set_fluctuations(
+            gust_intensity, gust_frequency, turbulence_intensity, turbulence_speed, turbulence_length, seed
+        )
+        self._set_falloff(origin, falloff, falloff_power, min_distance, max_distance)
+        if int(modes) != modes or modes < 1:
+            raise ValueError(f"modes must be an integer ≥ 1, got {modes!r}")
+        self._draw_modes(int(modes))
+
+    def _set_mean(self, speed, direction) -> None:
+        """The mean speed [m/s] and direction: each a callable of time or a constant (one of the two is None)."""
         self._speed: Callable[[float], float] | None
         self._speed_const: float | None
         self._direction: Callable[[float], Sequence[float]] | None
@@ -142,6 +153,8 @@ class WindField:
             self._direction, self._direction_const = direction, None
         else:
             self._direction, self._direction_const = None, _unit("direction", direction)
+
+    def _set_profile(self, profile, reference_height, ground_height, power_exponent, roughness_length) -> None:
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
         self.profile = profile
@@ -156,6 +169,10 @@ class WindField:
                 f"roughness_length ({self.roughness_length} m) must be below reference_height "
                 f"({self.reference_height} m) for the log profile"
             )
+
+    def _set_fluctuations(
+        self, gust_intensity, gust_frequency, turbulence_intensity, turbulence_speed, turbulence_length, seed
+    ) -> None:
         self.gust_intensity = _finite_positive("gust_intensity", gust_intensity, allow_zero=True)
         self.gust_frequency = _finite_positive("gust_frequency", gust_frequency)
         self.turbulence_intensity = _finite_positive("turbulence_intensity", turbulence_intensity, allow_zero=True)
@@ -164,6 +181,8 @@ class WindField:
         if isinstance(seed, (bool, np.bool_)) or int(seed) != seed or seed < 0:
             raise ValueError(f"seed must be an integer ≥ 0, got {seed!r}")
         self.seed = int(seed)
+
+    def _set_falloff(self, origin, falloff, falloff_power, min_distance, max_distance) -> None:
         self.origin = np.asarray(origin, dtype=float).reshape(-1)
         if self.origin.shape != (3,) or not np.all(np.isfinite(self.origin)):
             raise ValueError(f"origin must be a finite 3-vector in m, got {origin!r}")
@@ -175,15 +194,13 @@ class WindField:
         self.max_distance = float(max_distance)
         if not self.max_distance > self.min_distance:
             raise ValueError(f"max_distance ({max_distance} m) must exceed min_distance ({min_distance} m)")
-        if int(modes) != modes or modes < 1:
-            raise ValueError(f"modes must be an integer ≥ 1, got {modes!r}")
 
-        # Random modes, drawn once; gusts and turbulence from independent streams of the seed.
+    def _draw_modes(self, n: int) -> None:
+        """Random modes, drawn once; gusts and turbulence from independent streams of the seed."""
         rng_g = np.random.default_rng([self.seed, 0])
         self._gust_freq = self.gust_frequency * np.exp(rng_g.uniform(np.log(0.25), np.log(4.0), GUST_MODES))
         self._gust_phase = rng_g.uniform(0.0, 2.0 * np.pi, GUST_MODES)
         rng_t = np.random.default_rng([self.seed, 1])
-        n = int(modes)
         k = rng_t.normal(size=(n, 3)) / self.turbulence_length  # 1/m
         e = np.cross(k, rng_t.normal(size=(n, 3)))
         e /= np.linalg.norm(e, axis=1, keepdims=True)

@@ -12,11 +12,13 @@ from .leaves import leaf_frames
 from .materials import PRESETS, Material, material
 from .prestress import gravity_prestress
 from .resample import bezier_polyline, resample_polyline
-from .tree_builder import BranchMap, attach_leaves, find_parent_spans, tree_from_branches
+from .tree_builder import BranchMap, LeafMaterial, TreeOptions, attach_leaves, find_parent_spans, tree_from_branches
 
 __all__ = [
     "tree_from_branches",
+    "TreeOptions",
     "attach_leaves",
+    "LeafMaterial",
     "BranchMap",
     "find_parent_spans",
     "leaf_frames",

@@ -18,6 +18,10 @@ Presets:
   (Table 5-3a: 0.48, 0.36, 0.34) × (1 + green moisture content), with the sapwood moisture contents of
   the handbook's ch. 4 (birch 72 %, pine 148 %) and 130 % for willow (a wet-site wood; no tabulated
   value): 830, 830 and 840 kg/m³.
+* ``steel`` and ``rubber``: the add-on's rods and cables. Steel E 209 GPa, G 79 GPa, 7800 kg/m³ (the
+  authors' Wilberforce spring); rubber E 0.05 GPa, G 0.017 GPa, 1100 kg/m³ (a soft cable).
+
+The add-on's Material menu (addon/spec.py) offers ``wood``, ``leaf``, ``steel`` and ``rubber`` from this table.
 
 Stretch and shear: trees keep the near-inextensible joints (``stretch="inextensible"``, the default of
 :func:`solver.rod_from_polyline`); ropes, cables and cords take their physical stretch and shear from the same
@@ -81,6 +85,8 @@ PRESETS = {
     "pine": _green_wood(
         "pine", 6.8, 0.34, 1.48, "eastern white pine, green: Wood Handbook FPL-GTR-190 (2010) Tables 5-3a, 5-1; ch. 4"
     ),
+    "steel": Material("steel", 209e9, 79e9, 7800.0, CD_BRANCH, source="spring steel: Deul et al.'s Wilberforce spring"),
+    "rubber": Material("rubber", 0.05e9, 0.017e9, 1100.0, CD_BRANCH, source="rubber: a soft cable"),
 }
 
 

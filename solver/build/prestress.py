@@ -2,7 +2,7 @@
 
 A tree read from Sapling (or any rod drawn in its loaded shape) is the shape it has *under gravity*. Taking
 that pose as the stress-free rest pose, as :class:`~solver.core.model.RodModel` does, makes the tree sag when the
-simulation starts (a Sapling white birch drops its branch tips by up to ~2 m). Here the rest Darboux
+simulation starts (how far: docs/notes/build.md). Here the rest Darboux
 vectors are shifted instead, so that the joints already carry the load at the modelled pose.
 
 A forest with one pinned segment per component is statically determinate: the wrench a joint transmits is

@@ -1,19 +1,31 @@
-"""The contact layer: unilateral contacts with Coulomb friction between rod segments (capsules) and
-colliders (``colliders``: plane, sphere, capsule, box, and a triangle mesh as a signed distance grid from
-``sdf``) and between segments. :class:`Contacts` (``contacts``) is the constraint set a ``Simulator`` runs
-in every step; it is assembled from candidate detection (``candidates``), the rows' geometry (``rows``),
-the responses (``response``: Gauss–Seidel, through the tree's factorisation, or one sparse direct solve of
-joints and contacts, ``contact_kkt``) and post-stabilisation (``post_stabilise``).
+"""The contact layer: unilateral contacts with Coulomb friction between rod segments (capsules) and colliders
+(``colliders``: plane, sphere, capsule, box, and a triangle mesh as a signed distance grid from ``sdf``) and between
+segments. :class:`Contacts` (``contacts``) is the constraint set a ``Simulator`` runs in every step, composed of
+detection (``detection``, ``topology``), the step's rows (``rows``, plain data) and their geometry (``geometry``),
+one solver strategy (``solvers``: Gauss–Seidel, the active set, the schur method; experimental: the tree response
+and semismooth Newton; the sparse direct solve of joints and contacts in ``contact_kkt``) and post-stabilisation
+(``post_stabilise``).
 """
 
 from .colliders import Box, Capsule, Collider, Mesh, Plane, Sphere
 from .contact_kkt import solve_joints_and_contacts
-from .contacts import ContactReport, Contacts
+from .contacts import Contacts
+from .detection import DetectionOptions
+from .post_stabilise import PostOptions
+from .report import ContactReport
 from .sdf import SignedDistanceGrid, mesh_signed_distance_grid
+from .solvers import ActiveSetOptions, GaussSeidelOptions, SchurOptions, SemismoothOptions, TreeResponseOptions
 
 __all__ = [
     "Contacts",
     "ContactReport",
+    "DetectionOptions",
+    "PostOptions",
+    "GaussSeidelOptions",
+    "ActiveSetOptions",
+    "SchurOptions",
+    "SemismoothOptions",
+    "TreeResponseOptions",
     "Collider",
     "Plane",
     "Sphere",

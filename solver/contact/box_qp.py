@@ -155,12 +155,7 @@ class _FaceSolver:
         return p
 
 
-def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol: float = 1e-12) -> BoxQPResult:
-    """Solve the QP above by the primal active-set method (module docstring). ``s`` (n, n) symmetric positive
-    definite, ``q`` (n,), bounds ``lo``/``hi`` (n,) (±inf allowed, lo ≤ hi; lo = hi fixes a variable), ``x0``
-    (optional) a starting point, projected onto the box (its variables on a bound start held there).
-    ``max_iterations``: subproblem solves at most (default 4 n + 20). ``rtol``: relative tolerance of the
-    multipliers' sign test and of meeting a bound."""
+def _checked(s, q, lo, hi):
     s = np.asarray(s, dtype=float)
     q = np.asarray(q, dtype=float)
     lo = np.asarray(lo, dtype=float)
@@ -170,10 +165,97 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         raise ValueError(f"box QP: S must be ({n}, {n}) and the bounds ({n},), got {s.shape}, {lo.shape}, {hi.shape}")
     if np.any(lo > hi) or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
         raise ValueError("box QP: every lower bound must be ≤ its upper bound")
+    return s, q, lo, hi
+
+
+class _Iterate:
+    """The active-set method's iterate: x, the variables held at their lower/upper bound, whether x minimises f on
+    its face, the face step a release already made for the face it leaves (``ready``) and the solves so far."""
+
+    def __init__(self, x, lo, hi):
+        self.x = x
+        self.at_lo = x <= lo
+        self.at_hi = (x >= hi) & ~self.at_lo
+        self.minimiser = False
+        self.ready = None
+        self.it = 0
+
+    def result(self, converged: bool) -> BoxQPResult:
+        return BoxQPResult(self.x, self.it, converged, self.at_lo.copy(), self.at_hi.copy())
+
+
+def _descend(it: _Iterate, faces: _FaceSolver, s, q, box, g, free, rtol) -> bool:
+    """One step towards the minimiser of f on the iterate's face (bounds ``box`` = (lo, hi)); returns True where it
+    met a bound (the face changed), False where it reached the face's minimiser."""
+    lo, hi = box
+    x = it.x
+    if it.ready is None:
+        it.it += 1
+        p = faces.step(g, free)
+    else:
+        p, it.ready = it.ready, None
+    if np.any((x + p < lo) | (x + p > hi)):
+        # projected search (Moré & Toraldo 1991): the full step projected onto the box, taken if it lowers
+        # f; it holds every variable it puts on a bound at once, where the step to the first bound holds one
+        trial = np.clip(x + p, lo, hi)
+        if 0.5 * trial @ (s @ trial) + q @ trial < 0.5 * x @ (g + q):
+            it.at_lo |= free & (trial <= lo)
+            it.at_hi |= free & (trial >= hi) & ~it.at_lo
+            it.x = trial
+            return True
+    # the largest feasible step along p, up to 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.where(free & (p > 0.0), (hi - x) / p, np.inf)
+        down = np.where(free & (p < 0.0), (lo - x) / p, np.inf)
+    ratio = np.minimum(up, down)
+    alpha = float(min(1.0, ratio.min(initial=np.inf)))
+    it.x = x + alpha * p
+    if alpha < 1.0:
+        hit = ratio <= alpha * (1.0 + rtol) + 1e-300
+        hit_hi = hit & (up <= down)
+        it.at_hi |= hit_hi
+        it.at_lo |= hit & ~hit_hi
+        it.x = np.where(it.at_lo, lo, np.where(it.at_hi, hi, it.x))
+        return True
+    it.minimiser = True
+    return False
+
+
+def _release(it: _Iterate, faces: _FaceSolver, g, free, wrong, tol) -> None:
+    """Release held variables whose multipliers have the wrong sign: all at once if the face's minimiser moves every
+    released variable into the box, else those it moves inward, tried again, down to the worst one alone (which
+    moves inward: its multiplier is the directional derivative along its release)."""
+    n = g.size
+    release = wrong > tol
+    worst = int(np.argmax(wrong))
+    while release.sum() > 1:
+        p = faces.step(g, free | release)
+        it.it += 1
+        inward = np.where(it.at_lo, p > 0.0, p < 0.0)
+        if np.all(inward[release]):
+            it.ready = p  # the next face's step: x and g unchanged
+            break
+        subset = release & inward
+        if subset.sum() < 2:
+            release = np.zeros(n, bool)
+            release[worst] = True
+            break
+        release = subset
+    it.at_lo &= ~release
+    it.at_hi &= ~release
+    it.minimiser = False
+
+
+def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol: float = 1e-12) -> BoxQPResult:
+    """Solve the QP above by the primal active-set method (module docstring). ``s`` (n, n) symmetric positive
+    definite, ``q`` (n,), bounds ``lo``/``hi`` (n,) (±inf allowed, lo ≤ hi; lo = hi fixes a variable), ``x0``
+    (optional) a starting point, projected onto the box (its variables on a bound start held there).
+    ``max_iterations``: subproblem solves at most (default 4 n + 20). ``rtol``: relative tolerance of the
+    multipliers' sign test and of meeting a bound."""
+    s, q, lo, hi = _checked(s, q, lo, hi)
+    n = q.size
     x = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
     x = np.clip(x, lo, hi)
-    at_lo = x <= lo
-    at_hi = (x >= hi) & ~at_lo
     fixed = lo == hi
     cap = 4 * n + 20 if max_iterations is None else int(max_iterations)
     scale = max(
@@ -182,68 +264,18 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         1e-300,
     )
     faces = _FaceSolver(s)
-    minimiser = False  # x minimises f on its current face
-    ready = None  # the face step a release already made for the face it leaves
-    it = 0
-    while it < cap:
-        held = at_lo | at_hi
-        free = ~held
-        g = s @ x + q
-        if not minimiser:
-            if ready is None:
-                it += 1
-                p = faces.step(g, free)
-            else:
-                p, ready = ready, None
-            if np.any((x + p < lo) | (x + p > hi)):
-                # projected search (Moré & Toraldo 1991): the full step projected onto the box, taken if it lowers
-                # f; it holds every variable it puts on a bound at once, where the step to the first bound holds one
-                trial = np.clip(x + p, lo, hi)
-                if 0.5 * trial @ (s @ trial) + q @ trial < 0.5 * x @ (g + q):
-                    at_lo |= free & (trial <= lo)
-                    at_hi |= free & (trial >= hi) & ~at_lo
-                    x = trial
-                    continue
-            # the largest feasible step along p, up to 1
-            with np.errstate(divide="ignore", invalid="ignore"):
-                up = np.where(free & (p > 0.0), (hi - x) / p, np.inf)
-                down = np.where(free & (p < 0.0), (lo - x) / p, np.inf)
-            ratio = np.minimum(up, down)
-            alpha = float(min(1.0, ratio.min(initial=np.inf)))
-            x = x + alpha * p
-            if alpha < 1.0:
-                hit = ratio <= alpha * (1.0 + rtol) + 1e-300
-                hit_hi = hit & (up <= down)
-                at_hi |= hit_hi
-                at_lo |= hit & ~hit_hi
-                x = np.where(at_lo, lo, np.where(at_hi, hi, x))
+    it = _Iterate(x, lo, hi)
+    while it.it < cap:
+        free = ~(it.at_lo | it.at_hi)
+        g = s @ it.x + q
+        if not it.minimiser:
+            if _descend(it, faces, s, q, (lo, hi), g, free, rtol):
                 continue
-            minimiser = True
-            g = s @ x + q
+            g = s @ it.x + q
         # multipliers of the held variables: g ≥ 0 at a lower bound, ≤ 0 at an upper one
         tol = rtol * scale
-        wrong = np.where(at_lo & ~fixed, -g, 0.0) + np.where(at_hi & ~fixed, g, 0.0)
+        wrong = np.where(it.at_lo & ~fixed, -g, 0.0) + np.where(it.at_hi & ~fixed, g, 0.0)
         if not np.any(wrong > tol):
-            return BoxQPResult(x, it, True, at_lo.copy(), at_hi.copy())
-        release = wrong > tol
-        worst = int(np.argmax(wrong))
-        while release.sum() > 1:
-            # all at once if the face's minimiser moves every released variable into the box, else those it moves
-            # inward, tried again, down to the worst one alone (which moves inward: its multiplier is the
-            # directional derivative along its release)
-            p = faces.step(g, free | release)
-            it += 1
-            inward = np.where(at_lo, p > 0.0, p < 0.0)
-            if np.all(inward[release]):
-                ready = p  # the next face's step: x and g unchanged
-                break
-            subset = release & inward
-            if subset.sum() < 2:
-                release = np.zeros(n, bool)
-                release[worst] = True
-                break
-            release = subset
-        at_lo &= ~release
-        at_hi &= ~release
-        minimiser = False
-    return BoxQPResult(x, it, False, at_lo.copy(), at_hi.copy())
+            return it.result(True)
+        _release(it, faces, g, free, wrong, tol)
+    return it.result(False)

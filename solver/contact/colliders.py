@@ -72,6 +72,18 @@ def golden_section(f, k: int, iterations: int = 24):
     return lo, hi, np.minimum(f1, f2)
 
 
+def wedge_normals(d, n1, n2, with_distance=False):
+    """Outward normals [unit] (k, 3) of the wedge of faces n1, n2 at points d (k, 3) from their edge: a
+    face's normal where d is over that face, d's own direction (less its part along the edge) in the
+    edge's region, the nearer face's normal inside; and the distance to the wedge [m] (0 inside)."""
+    h1, h2 = np.einsum("ij,ij->i", d, n1), np.einsum("ij,ij->i", d, n2)
+    v = np.maximum(h1, 0.0)[:, None] * n1 + np.maximum(h2, 0.0)[:, None] * n2
+    length = np.sqrt(np.einsum("ij,ij->i", v, v))
+    inside = np.where((h1 >= h2)[:, None], n1, n2)
+    n = np.where((length > 0.0)[:, None], v / np.maximum(length, 1e-300)[:, None], inside)
+    return (n, length) if with_distance else n
+
+
 def _vector3(name: str, value) -> np.ndarray:
     v = np.asarray(value, dtype=float).reshape(-1)
     if v.shape != (3,) or not np.all(np.isfinite(v)):

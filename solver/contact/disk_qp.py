@@ -30,7 +30,7 @@ phases:
 
 From a start ``x0`` (the last Newton iteration's impulses) phases 2 and 3 run first from the start's own active set;
 the barrier only where that does not settle within eight box QPs (on the Slinky, ~1100 rows, a warm start settles in
-0.03–0.1 s where the barrier and its box QP took ~4 s). Tested (tests/test_disk_qp.py) against a closed
+0.03–0.1 s where the barrier and its box QP took ~4 s). Tested (tests/solver/contact/test_disk_qp.py) against a closed
 form, and against scipy's SLSQP on random problems with condition numbers up to ~1e9.
 """
 
@@ -123,9 +123,11 @@ def _psi(f_y, y, bounded, rows_a, rows_b, radius, t) -> float:
     return float(t * f_y - np.sum(np.log(yb)) - np.sum(np.log(slack)))
 
 
-def _barrier(s, q, y, bounded, rows_a, rows_b, radius, growth, gap_rtol, max_newton):
+def _barrier(s, q, y, bounded, disks, options: DiskQPOptions):
     """Phase 1: the barrier method from the strictly feasible ``y``, t₀ = m / Σ|y_i ∇f_i| (on the central path
-    y_i ∇f_i = 1/t per bound). Returns (y, Newton steps, reached the gap)."""
+    y_i ∇f_i = 1/t per bound), ``disks`` = (rows_a, rows_b, radius). Returns (y, Newton steps, reached the gap)."""
+    rows_a, rows_b, radius = disks
+    growth, gap_rtol, max_newton = options.growth, options.gap_rtol, options.max_newton
     m = int(bounded.sum()) + rows_a.size
     t = m / max(float(np.sum(np.abs(y * (s @ y + q)))), 1e-300)
     steps = 0
@@ -154,17 +156,25 @@ def _barrier(s, q, y, bounded, rows_a, rows_b, radius, growth, gap_rtol, max_new
         t *= growth
 
 
-def solve_disk_qp(
-    s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, growth: float = 20.0, gap_rtol: float = 1e-9,
-    max_newton: int = 400,
-    max_rounds: int = 4,
-) -> DiskQPResult:  # fmt: skip
+@dataclass(frozen=True, kw_only=True)
+class DiskQPOptions:
+    """``growth``: the barrier parameter's factor per centring, ``gap_rtol``: the barrier's stop, m/t ≤ gap_rtol
+    (|yᵀSy| + |qᵀy|); ``max_newton``: Newton steps at most; ``max_rounds``: box QPs at most (a disk leaving its
+    circle in one gets its inscribed box in the next)."""
+
+    growth: float = 20.0
+    gap_rtol: float = 1e-9
+    max_newton: int = 400
+    max_rounds: int = 4
+
+
+def solve_disk_qp(s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, options: DiskQPOptions | None = None):
     """Solve the QP of the module docstring. ``s`` (n, n) symmetric positive definite, ``q`` (n,), rows
     0…``n_bounded``−1 bounded below by 0, the other rows free but for the disks: disk j holds rows ``rows_a[j]``
     and ``rows_b[j]`` within ``radius[j]`` ≥ 0 (a disk of radius 0 holds its rows at 0). ``x0``: a start (moved
-    strictly inside the constraints for the barrier). ``growth``: the barrier parameter's factor per centring,
-    ``gap_rtol``: the barrier's stop, m/t ≤ gap_rtol (|yᵀSy| + |qᵀy|); ``max_newton``: Newton steps at most;
-    ``max_rounds``: box QPs at most (a disk leaving its circle in one gets its inscribed box in the next)."""
+    strictly inside the constraints for the barrier); ``options``: :class:`DiskQPOptions`. Returns a
+    :class:`DiskQPResult`."""
+    options = options or DiskQPOptions()
     s = np.asarray(s, dtype=float)
     q = np.asarray(q, dtype=float)
     n = q.size
@@ -193,7 +203,7 @@ def solve_disk_qp(
         start[:n_bounded] = np.maximum(start[:n_bounded], 0.0)
         _into_disks(start, rows_a, rows_b, np.where(open_, radius, 0.0))
         on = open_ & (np.hypot(start[rows_a], start[rows_b]) >= radius * (1.0 - 1e-6))
-        warm = _finish(s, q, n_bounded, rows_a, rows_b, radius, start, on, lo, hi, 8)
+        warm = _finish(s, q, n_bounded, (rows_a, rows_b, radius), start, on, (lo, hi), 8)
         if warm[3]:
             return DiskQPResult(warm[0], warm[2], warm[1], True, lo.copy(), hi.copy(), warm[4])
     newton = 0
@@ -217,7 +227,7 @@ def solve_disk_qp(
             scale = max(float(np.max(np.abs(qs) / np.diag(ss), initial=0.0)), 1e-300)
         ys[bounded] = np.maximum(ys[bounded], 1e-2 * scale)
         _into_disks(ys, ra, rb, 0.9 * rad)
-        ys, newton, reached = _barrier(ss, qs, ys, bounded, ra, rb, rad, growth, gap_rtol, max_newton)
+        ys, newton, reached = _barrier(ss, qs, ys, bounded, (ra, rb, rad), options)
         y = np.zeros(n)
         y[idx] = ys
         # the bounded rows whose impulse is below their gradient's scale (y_i S_ii < ∇f_i; on the central path
@@ -230,7 +240,7 @@ def solve_disk_qp(
     length = np.hypot(y[rows_a], y[rows_b])
     sliding = open_ & (length >= radius * (1.0 - 1e-3))
     y, solves, polished, settled, sliding = _finish(
-        s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds
+        s, q, n_bounded, (rows_a, rows_b, radius), y, sliding, (lo, hi), options.max_rounds
     )
     return DiskQPResult(y, newton + polished, solves, bool(reached and settled), lo.copy(), hi.copy(), sliding)
 
@@ -242,11 +252,13 @@ def _into_disks(y, rows_a, rows_b, radius) -> None:
     y[rows_b] *= shrink
 
 
-def _finish(s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rounds):
+def _finish(s, q, n_bounded, disks, y, sliding, box, max_rounds):
     """Phases 2 and 3 from ``y`` with the disks ``sliding`` on their circle: the box QP over the boxes inscribed
-    along the sliding disks' directions (``lo``/``hi`` set in place), then Newton on their angles; again from the
-    polished directions while the natural map is above 1e-9 of the largest impulse. Returns (y, box QP solves,
-    Newton steps, settled, sliding)."""
+    along the sliding disks' directions (``box`` = (lo, hi), set in place), then Newton on their angles; again from
+    the polished directions while the natural map is above 1e-9 of the largest impulse (``disks`` = (rows_a,
+    rows_b, radius)). Returns (y, box QP solves, Newton steps, settled, sliding)."""
+    rows_a, rows_b, radius = disks
+    lo, hi = box
     sliding = sliding.copy()
     length = np.hypot(y[rows_a], y[rows_b])
     solves, newton, settled = 0, 0, False
@@ -271,7 +283,7 @@ def _finish(s, q, n_bounded, rows_a, rows_b, radius, y, sliding, lo, hi, max_rou
         if outside.any():
             sliding |= outside
             continue
-        y, polished = _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding)
+        y, polished = _polish(s, q, n_bounded, disks, y, box, sliding)
         newton += polished
         length = np.hypot(y[rows_a], y[rows_b])
         violation = disk_kkt_violation(s, q, n_bounded, rows_a, rows_b, radius, y)
@@ -311,21 +323,11 @@ def _reduced_hessian(s, g, fi, ca, cb, cr, cos, sin):
     return tmat, hess, cols
 
 
-def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: int = 8):
-    """Phase 3: Newton's method on the box QP's active set with the disks on their circle parametrised by their
-    angle, y_j = b_j (cos θ_j, sin θ_j): f is smooth in (the free rows, θ), its Hessian TᵀST plus b_j (−c_jᵀ∇f_j)
-    on θ_j (positive where the disk's multiplier is), with a backtracking line search that keeps the free bounded
-    rows ≥ 0 and lowers f (Armijo) or, near the solution where f's changes are lost to rounding, the reduced
-    gradient: from the corner's direction (exact to the interior-point gap) each step
-    squares the direction's error (``sliding``: the disks on their circle, which the box QP may hold on one side
-    of their corner only). Stops where the Hessian is not positive definite or the step no longer lowers f.
-    Returns (y, steps taken)."""
-    fi, circle = _active(y, lo, hi, rows_a, rows_b, radius, sliding)
-    ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
-    if ca.size == 0:
-        return y, 0
-    # the start on the circle: a disk held on one side of its corner keeps its free row's value (the box QP set
-    # it, perhaps against a stiff row) and moves the held row along the circle; a disk at its corner is on it
+def _onto_circles(y, box, ca, cb, cr):
+    """The start of :func:`_polish` on the circle (a copy of y) and its angles: a disk held on one side of its corner
+    keeps its free row's value (the box QP set it, perhaps against a stiff row) and moves the held row along the
+    circle; a disk at its corner is on it."""
+    lo, hi = box
     y = y.copy()
     held_a = (y[ca] <= lo[ca]) | (y[ca] >= hi[ca])
     held_b = (y[cb] <= lo[cb]) | (y[cb] >= hi[cb])
@@ -335,6 +337,24 @@ def _polish(s, q, n_bounded, rows_a, rows_b, radius, y, lo, hi, sliding, steps: 
     y[cb[only_b]] = np.copysign(np.sqrt(cr[only_b] ** 2 - y[ca[only_b]] ** 2), y[cb[only_b]])
     theta = np.arctan2(y[cb], y[ca])
     y[ca], y[cb] = cr * np.cos(theta), cr * np.sin(theta)
+    return y, theta
+
+
+def _polish(s, q, n_bounded, disks, y, box, sliding, steps: int = 8):
+    """Phase 3: Newton's method on the box QP's active set with the disks on their circle parametrised by their
+    angle, y_j = b_j (cos θ_j, sin θ_j): f is smooth in (the free rows, θ), its Hessian TᵀST plus b_j (−c_jᵀ∇f_j)
+    on θ_j (positive where the disk's multiplier is), with a backtracking line search that keeps the free bounded
+    rows ≥ 0 and lowers f (Armijo) or, near the solution where f's changes are lost to rounding, the reduced
+    gradient: from the corner's direction (exact to the interior-point gap) each step
+    squares the direction's error (``sliding``: the disks on their circle, which the box QP may hold on one side
+    of their corner only). Stops where the Hessian is not positive definite or the step no longer lowers f.
+    Returns (y, steps taken); ``disks`` = (rows_a, rows_b, radius), ``box`` = (lo, hi)."""
+    rows_a, rows_b, radius = disks
+    fi, circle = _active(y, box[0], box[1], rows_a, rows_b, radius, sliding)
+    ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
+    if ca.size == 0:
+        return y, 0
+    y, theta = _onto_circles(y, box, ca, cb, cr)
 
     def f(v):  # (f(v), ∇f(v)) from one product with S
         sv = s @ v

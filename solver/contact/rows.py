@@ -1,27 +1,104 @@
-"""Contact rows: where the two points of each contact are in the current iterate, its normal, and the
-generalised inverse masses and gradients every response (Gauss–Seidel, through the tree, direct) uses.
-
-Segment–segment rows slide: the closest points of two crossing axes, or a joint point against the
-closest point of the other axis, are found again in every solve; a row at a joint point keeps its normal
-within the capsule chain's normal cone there. Collider rows keep their material point and frozen normal,
-except edge rows, which slide along both the axis and the edge, and the active-set direct solve's rows of fast
-segments, which follow the iterate (``ContactRows._follow_collider``).
+"""The rows of one step (:class:`StepRows`), plain data: what ``Contacts.begin_step`` generates (segments, axis
+coordinates, collider points, normals, rest distances, friction μ, how each row's points move) and the impulses
+the step's solves accumulate on them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from ..core import quaternion as quat
-from .colliders import closest_point_parameter, closest_points_on_segments
-from .state import ContactState
-
-# a step's collider rows follow the iterate once it is within this fraction of the radius of their rows at the
-# step's start (``ContactRows._follow_collider``)
-FOLLOW_FROM = 0.1
+# How the two points of a contact are found in every sweep: both material points fixed for the step
+# (a collider contact, two joint points), a fixed point of a against the closest point of b's axis, the
+# closest points of both axes (crossing segments), or the closest points of a's axis and a collider's edge.
+FIXED, SLIDE_B, SLIDE_BOTH, EDGE = 0, 1, 2, 3
 
 
-def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
+@dataclass
+class StepRows:
+    """One step's contact rows (k of them). Each joins an axis point of segment ``sa`` at axis coordinate ``za``
+    [m] to one of segment ``sb`` at ``zb`` (−1: a collider, whose surface point is ``point_b``), along ``normal``
+    (from b to a) at rest distance ``rest`` [m] (C = n·(p_a − p_b) − R ≥ 0), with friction ``mu``. ``mode``: how its
+    points are found again in every solve (:data:`FIXED`, :data:`SLIDE_B`, :data:`SLIDE_BOTH`, :data:`EDGE`).
+    ``anchor_b``: a collider row's collider point at the step's start [m]; ``collider_of``: the collider's index
+    (−1: an edge or a segment pair); ``fall``, ``landing``: the normal part of a collider row's and the motion of an
+    edge or segment-pair row's points before they meet [m] (k, 3); ``ends1``/``ends0``/``faces`` (k, 2, 3): an edge
+    row's edge at the step's end and start and its two faces' normals; ``fast`` (n,): segments the prediction moves
+    by more than their radius.
+
+    Set by ``Contacts.begin_step``: ``start`` the stage's start pose (x̂, q̂) friction holds the material points
+    from, ``predicted`` the prediction (x, q), ``t1`` the step's end [s], where the colliders are placed.
+    Accumulated by the solves: ``normal_impulse`` λ_n (k,) and ``tangent_impulse`` (k, 3) [N·s²], ``sliding``
+    (k, 2) the friction rows' states (0 sticking, ±1 on the Coulomb bound), ``warm_normal`` (k,) the last step's λ_n
+    at the same material point (the Newton methods' first friction bound), ``xpbd``: the schur method solved the
+    step with XPBD's iteration."""
+
+    sa: np.ndarray
+    sb: np.ndarray
+    za: np.ndarray
+    zb: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    anchor_b: np.ndarray
+    rest: np.ndarray
+    mu: np.ndarray
+    mode: np.ndarray
+    collider_of: np.ndarray
+    fall: np.ndarray
+    landing: np.ndarray
+    ends1: np.ndarray
+    ends0: np.ndarray
+    faces: np.ndarray
+    fast: np.ndarray
+    start: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 3)), np.zeros((0, 4)))
+    predicted: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 3)), np.zeros((0, 4)))
+    t1: float = 0.0
+    # sized by __post_init__
+    normal_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tangent_impulse: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    warm_normal: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    sliding: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int8))
+    xpbd: bool = False
+
+    def __post_init__(self):
+        k = self.sa.size
+        self.normal_impulse = np.zeros(k)
+        self.tangent_impulse = np.zeros((k, 3))
+        self.warm_normal = np.zeros(k)
+        self.sliding = np.zeros((k, 2), np.int8)
+
+    @classmethod
+    def empty(cls, n_segments: int) -> StepRows:
+        """No rows (before the first step)."""
+        z3, z23 = np.zeros((0, 3)), np.zeros((0, 2, 3))
+        i0, f0 = np.zeros(0, np.int64), np.zeros(0)
+        return cls(i0, i0, f0, f0, z3, z3, z3, f0, f0, i0, i0, z3, z3, z23, z23, z23, np.zeros(n_segments, bool))
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.sa.size)
+
+    @property
+    def n_active(self) -> int:
+        return int(np.count_nonzero(self.normal_impulse > 0.0))
+
+    def keys(self) -> list[tuple]:
+        """One key per row that a row of the next step at the same material point shares: the segments, the
+        collider (−1: edge or self) and the axis coordinates (a joint point's row is at ±half the length)."""
+        return list(
+            zip(
+                self.sa.tolist(),
+                self.sb.tolist(),
+                self.collider_of.tolist(),
+                np.round(self.za, 9).tolist(),
+                np.round(self.zb, 9).tolist(),
+                strict=True,
+            )
+        )
+
+
+def rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
     """J x for contact rows: each row's gradients ``ga``/``gb`` (k, 6) against the free-segment vector
     ``x`` (n_free, 6) at its free indices ``fa``/``fb`` (−1: that side is a collider or pinned)."""
     out = np.zeros(fa.size)
@@ -29,315 +106,3 @@ def _rows_times(fa, fb, ga, gb, x: np.ndarray) -> np.ndarray:
         ok = fs >= 0
         out[ok] += np.einsum("ij,ij->i", g[ok], x[fs[ok]])
     return out
-
-
-class ContactRows(ContactState):
-    """Row geometry for :class:`~solver.contact.contacts.Contacts` (reads its step state: ``za``, ``zb``,
-    ``normal``, ``rest``, ``point_b`` and the topology of :class:`~solver.contact.candidates.ContactCandidates`)."""
-
-    def _points(self, sim, b):
-        """Rotations, axis coordinates z [m] and world points of both sides of a batch. Segment–segment
-        contacts take the closest points of the two axes at the current pose (the crossing point
-        slides along both segments as they move; in the direct batch a joint point's row may move over
-        a joint of b's rod, ``_follow_over_joints``); collider contacts keep their material point, except
-        edge rows: the closest points of a's axis and the edge."""
-        idx, sa, sb, env = b["idx"], b["sa"], b["sb"], b["env"]
-        rot_a, rot_b = quat.to_matrix(sim.orientations[sa]), quat.to_matrix(sim.orientations[sb])
-        xa, xb = sim.positions[sa], sim.positions[sb]
-        axis_a, axis_b = rot_a[:, :, 2], rot_b[:, :, 2]
-        za, zb = self.za[idx], self.zb[idx]
-        pa = xa + za[:, None] * axis_a
-        if not b["all_env"]:
-            ha, hb = b["half_a"][:, None] * axis_a, b["half_b"][:, None] * axis_b
-            both, one = b["slide_both"], b["slide_b"]
-            if both.any():
-                s, t = closest_points_on_segments(xa - ha, xa + ha, xb - hb, xb + hb)
-                za = np.where(both, (2.0 * s - 1.0) * b["half_a"], za)
-                zb = np.where(both, (2.0 * t - 1.0) * b["half_b"], zb)
-                pa = xa + za[:, None] * axis_a
-            if one.any():
-                t = closest_point_parameter(pa, xb - hb, xb + hb)
-                follow = self.response == "direct" and b is self._all  # the direct solve's own batch
-                if follow and self._follow_over_joints(sim, b, one, pa, xb + (2.0 * t - 1.0)[:, None] * hb, t):
-                    return self._points(sim, b)
-                zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
-        pb = np.where(env[:, None], self.point_b[idx], xb + zb[:, None] * axis_b)
-        if b["follow"].size:
-            za, pa, pb = self._follow_collider(sim, b, za, pa, pb)
-        e = b["edge"]
-        if e.size:
-            # edge rows: the closest points of a's axis and the edge, found again in every solve
-            he, ends = b["half_a"][e, None] * axis_a[e], b["ends1"]
-            s, t = closest_points_on_segments(xa[e] - he, xa[e] + he, ends[:, 0], ends[:, 1])
-            za = za.copy()
-            za[e] = (2.0 * s - 1.0) * b["half_a"][e]
-            if self._newton_rows:
-                # a radius clear of the segment's ends, whose joint-point rows meet the edge by the collider's signed
-                # distance: an edge row beside a joint point's row is nearly the same row, and the Newton iterations
-                # handed the load from one to the other and back (a rope over a box's ridge: a 2-cycle, every
-                # step at the iteration cap)
-                inner = np.maximum(b["half_a"][e] - self.radius[b["sa"][e]], 0.0)
-                za[e] = np.clip(za[e], -inner, inner)
-            pa[e] = xa[e] + za[e, None] * axis_a[e]
-            if self._newton_rows:
-                t = closest_point_parameter(pa[e], ends[:, 0], ends[:, 1])
-            pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
-        return rot_a, rot_b, za, zb, pa, pb
-
-    def _follow_collider(self, sim, b, za, pa, pb):
-        """Collider rows of the active-set direct batch (``b["follow"]``) at the current iterate: a row inside a
-        segment moves to the segment's axis point closest to the collider, every row takes the collider's surface
-        point and normal there (the normal kept in ``b["follow_n"]`` for :meth:`_normals`), so C = φ − r is the
-        gap function itself, and the row's gradient (n at the current point, its axis coordinate held) is φ's: at
-        an interior closest point the axis coordinate's own variation is zero to first order. Each direct solve is
-        then a Newton step on the gap, not on a linearisation frozen at the step's start, whose tangent planes let
-        a segment wrapping the collider within one step sink by its chord's sagitta between its rows.
-        The rows keep the step's start geometry until the iterate meets them to within ``FOLLOW_FROM`` radii (the
-        first iterate is the free-flight prediction, through the collider), and afterwards wherever an axis point is
-        inside the collider or its normal turned more than 90° from the start's. Returns za, pa, pb."""
-        rows, slide = b["follow"], b["follow_slide"]
-        sa = b["sa"][rows]
-        q, x = sim.orientations[sa], sim.positions[sa]
-        axis = quat.rotate(q, np.tile([0.0, 0.0, 1.0], (rows.size, 1)))
-        half = b["half_a"][rows]
-        z = za[rows].copy()
-        which = self._collider_of[b["idx"][rows]]
-        normal = np.zeros((rows.size, 3))
-        phi = np.zeros(rows.size)
-        for i in np.unique(which):
-            col, sel = self.colliders[i], which == i
-            move = sel & slide
-            if move.any():
-                h = half[move, None] * axis[move]
-                s = col.closest_parameter(x[move] - h, x[move] + h, self._t1)
-                z[move] = (2.0 * s - 1.0) * half[move]
-            phi[sel], normal[sel] = col.distance(x[sel] + z[sel, None] * axis[sel], self._t1)
-        n0 = self.normal[b["idx"][rows]]
-        if not b["follow_on"]:
-            frozen = np.einsum("ij,ij->i", n0, x + za[rows, None] * axis - self.point_b[b["idx"][rows]])
-            frozen -= self.rest[b["idx"][rows]]
-            b["follow_on"] = bool(np.all(frozen >= -FOLLOW_FROM * self.rest[b["idx"][rows]]))
-        # an axis point inside the collider keeps the row found at the step's start (its point, plane and normal):
-        # there the nearest surface may be the far side (a rope predicted through a cylinder)
-        inside = (phi < 0.0) | (np.einsum("ij,ij->i", normal, n0) <= 0.0) | (not b["follow_on"])
-        z[inside] = za[rows[inside]]
-        normal[inside] = self.normal[b["idx"][rows[inside]]]
-        za, pa, pb = za.copy(), pa.copy(), pb.copy()
-        za[rows] = z
-        pa[rows] = x + z[:, None] * axis
-        out = rows[~inside]
-        pb[out] = pa[out] - phi[~inside, None] * normal[~inside]
-        b["follow_n"] = normal
-        return za, pa, pb
-
-    def _follow_over_joints(self, sim, b, one, pa, pb, t) -> bool:
-        """Move joint-point-against-axis rows (``one``) whose closest point is the joint at an end of b's
-        axis onto the segment across that joint where that one is closer (the direct solve's batch only:
-        it edits the rows' b side in ``b``, which a Gauss–Seidel colour's merge and colouring assume
-        fixed). Returns whether any row moved.
-
-        Rows are made once per step, each against the segment its joint point faced at the start, and
-        slide along that axis only; a coil sliding along its neighbour carries the contact over the joint
-        onto the next segment within a step, where no other row holds it (docs/notes/contacts.md)."""
-        rows = np.flatnonzero(one & ((t >= 1.0) | (t <= 0.0)))
-        if rows.size == 0:
-            return False
-        cur = b["sb"][rows]
-        nxt = np.where(t[rows] >= 1.0, self._succ[cur], self._pred[cur])
-        n = self.model.n_segments
-        # each row's joint point (an id of the vertex table) and the two segments that own it
-        sa, za = b["sa"], self.za[b["idx"]]
-        vertex = np.where(one, np.where(za < 0.0, self._vid_lo[sa], self._vid_hi[sa]), -1)
-        own, other = sa[rows], self._v_other[vertex[rows]]
-        safe = np.maximum(nxt, 0)
-        ok = (nxt >= 0) & (nxt != own) & (nxt != other)
-        ok &= ~np.isin(np.minimum(own, safe) * n + np.maximum(own, safe), self._excluded)
-        ok &= ~np.isin(np.minimum(other, safe) * n + np.maximum(other, safe), self._excluded)
-        rows, nxt = rows[ok], nxt[ok]
-        if rows.size == 0:
-            return False
-        axis = quat.rotate(sim.orientations[nxt], np.tile([0.0, 0.0, 1.0], (nxt.size, 1)))
-        h = 0.5 * self.model.lengths[nxt, None] * axis
-        xn = sim.positions[nxt]
-        tn = closest_point_parameter(pa[rows], xn - h, xn + h)
-        pn = xn + (2.0 * tn - 1.0)[:, None] * h
-        # clearly closer (a rod crossing another at a joint would flip between the two sides every solve),
-        # and not onto a segment this joint point already has a row against (two equal rows)
-        closer = (
-            np.linalg.norm(pa[rows] - pn, axis=1)
-            < np.linalg.norm(pa[rows] - pb[rows], axis=1) - 0.01 * self.rest[b["idx"][rows]]
-        )
-        held = np.isin(vertex[rows] * n + nxt, vertex[one] * n + b["sb"][one])
-        closer &= ~held
-        rows, nxt = rows[closer], nxt[closer]
-        if rows.size == 0:
-            return False
-        x0, q0 = self._start
-        b["sb"][rows] = nxt
-        b["x0_b"][rows], b["r0_b"][rows] = x0[nxt] - b["landing"][rows], quat.to_matrix(q0[nxt])
-        b["half_b"][rows] = 0.5 * self.model.lengths[nxt]
-        b["inv_m_b"][rows], b["inv_i_b"][rows] = self._inv_mass[nxt], self._inv_inertia[nxt]
-        return True
-
-    @staticmethod
-    def _anchors(b, pb):
-        """Where each collider contact's collider point was at the start of the step [m] (k, 3); an edge
-        row's slides along the edge with pb (less its landing motion, ``_edge_landing``), and a row that follows
-        the iterate (``_follow_collider``) keeps its collider point's motion over the step (``b["shift"]``) with
-        its current surface point."""
-        e, f = b["edge"], b["follow"]
-        if e.size == 0 and f.size == 0:
-            return b["anchor_b"]
-        out = b["anchor_b"].copy()
-        if e.size:
-            ends1, ends0 = b["ends1"], b["ends0"]
-            t = closest_point_parameter(pb[e], ends1[:, 0], ends1[:, 1])
-            out[e] = ends0[:, 0] + t[:, None] * (ends0[:, 1] - ends0[:, 0]) - b["landing"][e]
-        out[f] = pb[f] - b["shift"][f]
-        return out
-
-    def _normals(self, sim, b, za, zb, pa, pb):
-        """Contact normals: the frozen one for colliders; between segments the current direction of the
-        closest points unless it has flipped against the frozen one (the axes passed each other), kept
-        within the normal cone of each side's joint point (``_vertex_cone``)."""
-        n = self.normal[b["idx"]]
-        if b["follow"].size:
-            n = n.copy()
-            n[b["follow"]] = b["follow_n"]
-        if b["all_env"] and b["edge"].size == 0:
-            return n
-        d = pa - pb
-        dist = np.sqrt(np.einsum("ij,ij->i", d, d))
-        cur = d / np.maximum(dist, 1e-300)[:, None]
-        use = ~b["env"] & (np.einsum("ij,ij->i", cur, n) > 0.0) & (dist > 1e-9 * self.rest[b["idx"]])
-        n = np.where(use[:, None], cur, n)
-        if not b["all_env"]:
-            body = ~b["env"] & ~b["slide_both"]  # rows at joint points
-            n = self._vertex_cone(sim, b["sa"], za, b["half_a"], n, body)
-            n = -self._vertex_cone(sim, b["sb"], zb, b["half_b"], -n, body)
-        e = b["edge"]
-        if e.size:
-            # the wedge's normal where the rod is clear of it; where it overlaps (the prediction of a
-            # step drops a rod resting on an edge by gΔt² ≈ r) the direction from the edge is noise (the
-            # front face's normal would push a rod sliding over the edge forward), so the normal found at
-            # the start of the step, where the rod does not overlap: its plane touches the wedge grown by
-            # r, so meeting it clears the wedge too
-            wedge, depth = self._wedge_normals(d[e], b["faces"][:, 0], b["faces"][:, 1], with_distance=True)
-            n[e] = np.where((depth >= self.rest[b["idx"][e]])[:, None], wedge, n[e])
-        return n
-
-    def _vertex_cone(self, sim, seg, z, half, n, rows):
-        """Normals n (k, 3) pushing on ``seg`` at axis coordinate z, kept within the normal cone of the
-        capsule chain where z is a joint point (an end of the segment; ``rows`` masks the rows to treat).
-
-        Of the sphere about a joint point, only the outward normals o with o·t_in ≥ 0 and o·t_out ≤ 0 lie
-        on the chain's surface (t_in: the segment's axis toward the joint, t_out: the next segment's axis
-        away from it; a free end has no t_out, so its whole cap is surface), and a normal pushing on the
-        segment is n = −o: a straight rod has n ⟂ t there. A normal tilted beyond that
-        cone (a joint point just past the point where another rod crosses this one) would push the rod
-        along its own axis like a ball on top of a cylinder, an unstable equilibrium: a rod resting
-        across two others would slide off along its axis from rest, without friction, its speed growing
-        by about a third every 10 ms step (tests/test_collision.py; a ball of radius r on a cylinder of
-        radius r: e^(Δt √(g/2r)) = 1.37 per step for r = 5 mm). Projected onto the cone (one half space,
-        then the other), such a row pushes as the capsules' common normal does."""
-        at_end = rows & (np.abs(np.abs(z) - half) <= 1e-9 * half)
-        i = np.flatnonzero(at_end)
-        if i.size == 0:
-            return n
-        t_in, t_out, has = self._joint_axes(sim.orientations, seg[i], z[i])
-        m = n[i].copy()
-        # n pushes seg away from the other body, which lies along the outward normal o = −n
-        m -= np.maximum(np.einsum("ij,ij->i", m, t_in), 0.0)[:, None] * t_in
-        m -= (has * np.minimum(np.einsum("ij,ij->i", m, t_out), 0.0))[:, None] * t_out
-        norm = np.linalg.norm(m, axis=1)
-        ok = norm > 1e-6
-        n = n.copy()
-        n[i[ok]] = m[ok] / norm[ok, None]
-        return n
-
-    def _joint_axes(self, q, seg, z):
-        """At the joint point z = ±l/2 of each segment: t_in, its axis toward the joint, t_out, the next
-        segment's axis away from it (k, 3), and whether there is a next segment (a free end has none)."""
-        s = np.sign(z)
-        nxt = np.where(s > 0, self._succ[seg], self._pred[seg])
-        ez = np.tile([0.0, 0.0, 1.0], (seg.size, 1))
-        t_in = s[:, None] * quat.rotate(q[seg], ez)
-        t_out = s[:, None] * quat.rotate(q[np.maximum(nxt, 0)], ez)
-        return t_in, t_out, nxt >= 0
-
-    def _cone_excess(self, q, seg, z, n):
-        """How far n (k, 3), pushing on ``seg`` at its joint point z, lies outside the chain's normal cone
-        there (``_vertex_cone``): max(n·t_in, −n·t_out) (≤ 0 inside; up to 1)."""
-        t_in, t_out, has = self._joint_axes(q, seg, z)
-        return np.maximum(np.einsum("ij,ij->i", n, t_in), np.where(has, -np.einsum("ij,ij->i", n, t_out), -1.0))
-
-    @staticmethod
-    def _inverse_mass(inv_m, inv_i, z, d_body):
-        """Generalised inverse mass ``w = 1/m + (r×d)ᵀ I⁻¹ (r×d)`` of the axis point r = z·e₃ (body frame)
-        along d: ``r×d = z (−d_y, d_x, 0)`` in the body frame."""
-        return inv_m + z * z * (inv_i[:, 0] * d_body[:, 1] ** 2 + inv_i[:, 1] * d_body[:, 0] ** 2)
-
-    @staticmethod
-    def _apply(sim, seg, rot, inv_m, inv_i, z, impulse, merge):
-        """Eq. 20: Δx = M⁻¹ Jᵀ Δλ for position impulses at axis points z (summed per segment by ``merge``)."""
-        p_body = np.einsum("kji,kj->ki", rot, impulse)
-        dx = inv_m[:, None] * impulse
-        dphi = np.zeros_like(p_body)
-        dphi[:, 0] = -inv_i[:, 0] * z * p_body[:, 1]
-        dphi[:, 1] = inv_i[:, 1] * z * p_body[:, 0]
-        if merge is not None:
-            seg, inv = merge
-            dx = np.stack([np.bincount(inv, dx[:, c], seg.size) for c in range(3)], axis=1)
-            dphi = np.stack([np.bincount(inv, dphi[:, c], seg.size) for c in range(3)], axis=1)
-        sim.positions[seg] += dx
-        sim.orientations[seg] = quat.integrate_body(sim.orientations[seg], dphi)
-
-    @staticmethod
-    def _surface_offsets(z, signed_radius, n_body):
-        """Body-frame offsets [m] of surface points: the axis point z e₃ plus ``signed_radius`` along the
-        normal n (given in the body frame)."""
-        off = signed_radius[:, None] * n_body
-        off[:, 2] += z
-        return off
-
-    def _free_gradients(self, sim, b, n, za, zb, na_body, nb_body):
-        """Free index of each side (−1: pinned or a collider) and the generalised gradient (k, 6) of a unit
-        normal row on it: ∂C/∂(x, δφ_body) = (±n, ±z e₃ × Rᵀn)."""
-        free_of = np.full(self.model.n_segments, -1)
-        free_of[sim.free_index] = np.arange(sim.free_index.size)
-        fa, fb = free_of[b["sa"]], np.where(b["env"], -1, free_of[b["sb"]])
-        ga = np.concatenate((n, za[:, None] * np.stack((-na_body[:, 1], na_body[:, 0], 0 * za), 1)), axis=1)
-        gb = -np.concatenate((n, zb[:, None] * np.stack((-nb_body[:, 1], nb_body[:, 0], 0 * zb), 1)), axis=1)
-        return fa, fb, ga, gb
-
-    def _lateral_curvature(self, sim, b, rot_a, rot_b, za, zb, pa, pb, n, lam):
-        """The rod–rod rows' curvature: a row's normal turns with its points' lateral offset, so its force λ n has a
-        second derivative λ ∂²C/∂p² on the points' relative motion d = p_a − p_b. A row measures the gap to the other
-        wire, whose curvature along itself is the wire's, not that of the sphere about a joint point: C = |d − (d·t)
-        t| − r_a − r_b against the line along b's tangent t (b's axis, or at its joint point the mean of its two
-        segments' axes), with ∂²C/∂d² = (I − n nᵀ − t tᵀ)/(n·d), the one direction e = n × t. (The sphere's own
-        curvature (I − n nᵀ)/|d| along the wire holds only within the joint's normal cone, ``_vertex_cone``, a
-        sliver for a point resting on a nearly straight chain: coils stacked on coils switched in and out of it
-        between iterations.) Two crossing axes (``slide_both``) have none in the translations. In the momentum
-        balance it is a negative stiffness −λ/(n·d) along e: two stacked wires are a ball on a ball.
-
-        Returns the free indices (−1: pinned) and generalised gradients (m, 6) of the unit rows e·(δp_a − δp_b),
-        ∂/∂(x, δφ_body) as :meth:`_free_gradients`, and their weights κ = λ/(n·d) [N·s²/m = kg], for the rows with
-        λ > 0."""
-        rod = ~b["env"] & ~b["slide_both"]  # (edge rows are collider rows)
-        along = np.einsum("ij,ij->i", pa - pb, n)  # the distance between the axes along the normal [m]
-        rows = np.flatnonzero(rod & (lam > 0.0) & (along > 0.0))
-        tangent = rot_b[rows, :, 2].copy()
-        end = np.abs(np.abs(zb[rows]) - b["half_b"][rows]) <= 1e-9 * b["half_b"][rows]
-        if end.any():
-            t_in, t_out, has = self._joint_axes(sim.orientations, b["sb"][rows[end]], zb[rows[end]])
-            mean = t_in + has[:, None] * t_out
-            tangent[end] = mean / np.linalg.norm(mean, axis=1)[:, None]  # the chain's direction through the joint
-        e = np.cross(n[rows], tangent)
-        length = np.linalg.norm(e, axis=1)
-        ok = length > 1e-6  # a normal along the wire (an end cap): no direction across both
-        rows, e = rows[ok], e[ok] / length[ok, None]
-        sub = {key: b[key][rows] for key in ("sa", "sb", "env")}
-        ea_body, eb_body = np.einsum("kji,kj->ki", rot_a[rows], e), np.einsum("kji,kj->ki", rot_b[rows], e)
-        fa, fb, ga, gb = self._free_gradients(sim, sub, e, za[rows], zb[rows], ea_body, eb_body)
-        return fa, fb, ga, gb, lam[rows] / along[rows]

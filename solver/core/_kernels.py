@@ -1,25 +1,19 @@
 """numba kernels of the compiled Newton iteration (imported by :mod:`solver.core.compiled` only, on first use).
 
-One Newton iteration of Deul Eq. 22 on a forest of segments and joints, in two passes over working arrays
-laid out in elimination order (pose, λ and joint constants gathered by :mod:`solver.core.compiled`, so every
-pass reads them in sequence; α̃ and the masses through index arrays, in place or copied). :func:`newton_forward`,
-leaves to root: each joint's constraint values and Jacobian blocks (Eqs. 23, 25, 26 in the body-frame form of
+One Newton iteration of Deul Eq. 22 on a forest of segments and joints, in two passes over working arrays in
+elimination order (gathered by :mod:`solver.core.compiled`; docs/notes/compiled.md). :func:`newton_forward`,
+leaves to root: each joint's values and Jacobian blocks (Eqs. 23, 25, 26, body-frame form of
 :mod:`solver.core.joint_constraint`) made just before their first consumer is eliminated, and the block LDLᵀ
-with the forward substitution (Baraff's order: every node has exactly one neighbour left when it is eliminated,
-its parent, so there is no fill).
-:func:`backward`, root to leaves: the back substitution, with each segment's position and orientation and
-each joint's λ updated as its unknowns are found. A third, lighter pass (:func:`newton_forward` without
-substitution) gives the values at the new pose for the residual. A node's pivot pulls the updates of its
-children (a CSR list), so no array is cleared per iteration.
+with the forward substitution (Baraff's order: each node has one neighbour left when eliminated, its parent:
+no fill). :func:`backward`, root to leaves: the back substitution, updating each segment's pose and each
+joint's λ as its unknowns are found. :func:`newton_forward` without substitution gives the values at the new
+pose for the residual. A node's pivot pulls its children's updates (a CSR list): no array is cleared.
 
-Pivots: a segment's is positive definite (its mass plus the articulated inertia beyond it), a joint's
-negative definite (−α̃ minus the compliance beyond it): each is factored as ``s D = L Δ Lᵀ`` with its sign s
-(L unit lower, Δ > 0: no square roots on the chain of dependent pivots). With ``V = L⁻¹ G`` (G = −H[node,
-parent], a Jacobian block or its transpose) the parent's pivot loses ``s Vᵀ Δ⁻¹ V`` and the solve needs only
-L, Δ⁻¹ and V: G is overwritten by V. The pivot's arithmetic is written out on scalars (a 6×6 symmetric
-block: 21 entries) so that it stays in registers.
-
-A pivot that is not definite with its sign stops :func:`newton_forward`, which returns −(1 + its place).
+Pivots: a segment's is positive definite (mass plus the articulated inertia beyond it), a joint's negative
+definite (−α̃ minus the compliance beyond it): each is factored as ``s D = L Δ Lᵀ`` with its sign s (L unit lower,
+Δ > 0: no square roots). With ``V = L⁻¹ G`` (G = −H[node, parent]) the parent's pivot loses ``s Vᵀ Δ⁻¹ V`` and
+the solve needs only L, Δ⁻¹ and V (G is overwritten by V). Pivots are written out on scalars (21 entries) to stay
+in registers. A pivot not definite with its sign stops :func:`newton_forward`: it returns −(1 + its place).
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 @nb.njit(inline="always", **_JIT)
 def _rotation(q, row, r):
-    """``r = R(q[row])`` (3×3), q need not be normalised exactly (as quaternion.to_matrix). (Rows are passed
-    as indices, not views: a view costs a reference count per call.)"""
+    """``r = R(q[row])`` (3×3), q not quite unit (as quaternion.to_matrix); a row index, not a view (no refcount)."""
     w, x, y, z = q[row, 0], q[row, 1], q[row, 2], q[row, 3]
     inv = 1.0 / (w * w + x * x + y * y + z * z)
     r[0, 0] = (w * w + x * x - y * y - z * z) * inv
@@ -107,8 +100,7 @@ def newton_forward(
     child_ptr, child_pos, eval_at, rotation_strain, joint, parent, child, point_parent, point_child, inv_l, rest,
     rest_strain, mask, frame, basis_t, slot_a, transposed_a, slot_b, transposed_b, c, w, lower, t,
 ):  # fmt: skip
-    """The forward half of a Newton iteration, one pass over the nodes in elimination order (or, with
-    ``substitute`` false, the constraint values alone).
+    """The forward half of a Newton iteration, one pass over the nodes in elimination order (or the values alone).
 
     Joints: constants and ``lam`` in their elimination order (row i), ``alpha`` (α̃, in place or copied) in
     row ``alpha_row[i]``, ``c`` (m, 6) in row ``joint[i]``. With ``evaluate``, joint ``eval_at[k]``
@@ -129,8 +121,7 @@ def newton_forward(
     (L = I, V = G). With ``substitute``, ``t`` (N, 6) gets the forward-substituted right-hand side L⁻¹ r,
     r = (0 per segment, C + α̃λ per joint).
 
-    Returns ``‖c + α̃λ‖∞`` of the joints evaluated when not substituting, else 0; −(1 + place) of a pivot that
-    is not definite."""
+    Returns ``‖c + α̃λ‖∞`` of the joints evaluated when not substituting, else 0; −(1 + place) of a bad pivot."""
     n = sign.shape[0]
     masked = mask.shape[0] > 0
     rp = np.empty((3, 3))
@@ -430,8 +421,7 @@ def backward(sign, parent_pos, w, lower, t, node_rank, x, q, lam, update):
     elimination order. With ``update``, each node's solution is applied at once to the working arrays in
     elimination order (row ``node_rank``): positions += Δx, orientations ← normalize(q + ½ q ⊗ (0, Δφ))
     (Eq. 27), λ += Δλ. Written on scalars and summed so that the parent's z enters in pairs and the unknown
-    found last is subtracted last: the chain of dependent parents is the critical path (7.1 → 5.0 ms on
-    100k segments against the numpy solvers' summation order)."""
+    found last is subtracted last: the chain of dependent parents is the critical path (docs/notes/core.md)."""
     for k in range(sign.shape[0] - 1, -1, -1):
         pa = parent_pos[k]
         u0, u1, u2, u3, u4, u5 = t[k, 0], t[k, 1], t[k, 2], t[k, 3], t[k, 4], t[k, 5]
@@ -558,9 +548,8 @@ def gather_state(x, q, lam, segments, joints, xe, qe, lam_e):
 
 @nb.njit(**_JIT)
 def scatter_state(xe, qe, lam_e, seg_row, joint_row, x, q, lam):
-    """The free segments' pose and λ back to model order, in one call: written in model order, each row read
-    from its row in elimination order (``seg_row``, −1: not a free segment; ``joint_row``). Sequential writes
-    and scattered reads: on a random tree half the time of scattered writes."""
+    """The free segments' pose and λ back to model order, in one call: written in model order (sequential writes,
+    scattered reads), each row read from its row in elimination order (``seg_row``, −1: none; ``joint_row``)."""
     for s in range(min(seg_row.shape[0], x.shape[0])):
         e = seg_row[s]
         if e >= 0:

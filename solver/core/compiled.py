@@ -26,7 +26,10 @@ import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -36,8 +39,29 @@ LOGGER_NAME = "solver.compiled"  # its status records (a WARNING when numba is u
 log = logging.getLogger(LOGGER_NAME)
 
 PREPARING = "preparing the solver…"
-_KERNEL_SOURCES = (Path(__file__).with_name("_kernels.py"), Path(__file__).parents[1] / "air" / "_drag_kernel.py")
-_state: dict = {"kernels": None, "drag": None, "status": None, "cache_dir": None}
+_state: dict = {"status": None, "cache_dir": None}
+
+
+@dataclass
+class _Kernel:
+    """A registered kernel module: its dotted name, its source file (part of the cache key), the check that
+    compiles (or loads) and tests it, and the module once loaded (None: not yet, or failed)."""
+
+    module: str
+    source: Path
+    warm_up: Callable[[ModuleType], None]
+    loaded: ModuleType | None = None
+    failed: bool = False  # a late registration's warm-up failed: not tried again
+
+
+_KERNELS: dict[str, _Kernel] = {}
+
+
+def register_kernel(name: str, module: str, source: Path, warm_up: Callable[[ModuleType], None]) -> None:
+    """Add the numba kernel module ``module`` (dotted name, file ``source``: part of the disk cache's key) to the
+    compiled path as ``name``: imported and checked by ``warm_up(module)`` (compiles or loads it, raises if it
+    computes wrong) with the core kernels; :func:`kernel` gives it. Layers above core register theirs on import."""
+    _KERNELS[name] = _Kernel(module, Path(source), warm_up)
 
 
 def set_cache_dir(path) -> None:
@@ -58,7 +82,7 @@ def _marker() -> Path | None:
     if not folder:
         return None
     numba = importlib.import_module("numba")
-    source = b"".join(path.read_bytes() for path in _KERNEL_SOURCES)
+    source = b"".join(entry.source.read_bytes() for entry in _KERNELS.values())
     digest = hashlib.sha1(source + numba.__version__.encode()).hexdigest()[:16]
     return Path(folder) / f"stiff_rods_kernels_{digest}.ready"
 
@@ -68,28 +92,35 @@ def _disabled_by_environment() -> bool:
 
 
 def _load():
-    """The kernel module, or None (with the reason in the status) if numba is missing or broken."""
+    """The core kernel module, or None (with the reason in the status) if numba is missing or broken. Loads every
+    registered kernel (a kernel registered after this loads on its first :func:`kernel` call)."""
     if _state["status"] is not None:
-        return _state["kernels"]
+        return _KERNELS["kkt"].loaded
     if _disabled_by_environment():
         _state["status"] = (False, "compiled solver off (STIFF_RODS_COMPILED=0): using the numpy solver")
         return None
     try:
         numba = importlib.import_module("numba")
-        from ..air import _drag_kernel
-        from . import _kernels
-
-        _warm_up(_kernels)
-        _warm_up_drag(_drag_kernel)
+        for entry in list(_KERNELS.values()):
+            _load_kernel(entry)
     except Exception as exc:  # any failure of numba or llvmlite: the numpy solver does the same work
+        for entry in _KERNELS.values():
+            entry.loaded = None
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         _state["status"] = (False, f"numba unavailable ({reason}): using the numpy solver (slower)")
         log.warning("Stiff Rods: %s", _state["status"][1])
         return None
-    _state["kernels"], _state["drag"] = _kernels, _drag_kernel
     _state["status"] = (True, f"compiled solver active (numba {numba.__version__})")
     log.info("Stiff Rods: %s", _state["status"][1])
-    return _kernels
+    return _KERNELS["kkt"].loaded
+
+
+def _load_kernel(entry: _Kernel) -> ModuleType:
+    """Import a registered kernel module and run its warm-up check (raises on failure)."""
+    module = importlib.import_module(entry.module)
+    entry.warm_up(module)
+    entry.loaded = module
+    return module
 
 
 def _warm_up(kernels) -> None:
@@ -131,31 +162,7 @@ def _warm_up(kernels) -> None:
                 raise RuntimeError(f"the compiled kernels disagree with the numpy solver (difference {error:.3g})")
 
 
-def _warm_up_drag(drag_kernel) -> None:
-    """Compile (or load) the drag kernel and compare it with the numpy drag on a branch and a leaf plate in a
-    wind above the leaves' reconfiguration speed, turning: loads and damping bounds to rounding."""
-    from types import SimpleNamespace
-
-    from ..air.drag import AerodynamicDrag
-    from .model import rod_from_polyline
-
-    rod = rod_from_polyline([[0, 0, 0], [0, 0, 0.5], [0.1, 0, 1], [0.2, 0.1, 1.1]], 0.02, 1e9, pinned=["start"])
-    model = rod.copy_with(leaf=[False, False, True])  # the last segment a leaf plate
-    wind = SimpleNamespace(velocity=lambda x, t: np.tile([14.0, 3.0, -1.0], (len(x), 1)))
-    drag = AerodynamicDrag(model, wind)
-    n = model.n_segments
-    rng = np.random.default_rng(0)
-    sim = SimpleNamespace(
-        positions=model.positions, orientations=model.orientations + 0.1 * rng.standard_normal((n, 4)),
-        angular_velocities=rng.standard_normal((n, 3)), velocities=rng.standard_normal((n, 3)), time=0.0,
-        dt=1 / 60, compiled=False, step_context=SimpleNamespace(stage_dt=1 / 60, step_dt=1 / 60),
-    )  # fmt: skip
-    reference = drag(sim) + (drag.implicit_damping,)
-    loads = drag.compiled_loads(sim, drag_kernel) + (drag.implicit_damping,)
-    error = max(float(np.max(np.abs(a - b))) for a, b in zip(loads, reference, strict=True))
-    scale = max(float(np.max(np.abs(a))) for a in reference)
-    if not (scale > 0.0 and error <= 1e-12 * scale):
-        raise RuntimeError(f"the compiled drag disagrees with the numpy drag (difference {error:.3g})")
+register_kernel("kkt", f"{__package__}._kernels", Path(__file__).with_name("_kernels.py"), _warm_up)
 
 
 def compiled_status() -> tuple[bool, str]:
@@ -191,15 +198,23 @@ def prepare(notify=None) -> tuple[bool, str]:
 
 
 def kernels():
-    """The kernel module if the compiled path is active, else None."""
+    """The core kernel module (:mod:`solver.core._kernels`) if the compiled path is active, else None."""
     return _load()
 
 
-def drag_kernel():
-    """The compiled drag's module (:mod:`solver.air._drag_kernel`) if the compiled path is active, else None."""
-    if _state["drag"] is None:
-        _load()
-    return _state["drag"]
+def kernel(name: str) -> ModuleType | None:
+    """The kernel module registered as ``name`` if the compiled path is active, else None (also for a name not
+    registered, or a kernel registered late whose warm-up failed)."""
+    entry = _KERNELS.get(name)
+    if entry is None or entry.loaded is not None:  # (called every step: the loaded case is one lookup)
+        return None if entry is None else entry.loaded
+    if not entry.failed and _load() is not None and entry.loaded is None:  # registered after the others loaded
+        try:
+            _load_kernel(entry)
+        except Exception as exc:  # this kernel only: the numpy implementation does its work
+            entry.failed = True
+            log.warning("Stiff Rods: the compiled kernel %r is unavailable (%s)", name, exc)
+    return entry.loaded
 
 
 def _schedule(n_free: int, seg_a: np.ndarray, seg_b: np.ndarray):
@@ -260,104 +275,19 @@ class CompiledKKT:
         order, parent = _schedule(self.n_free, seg_a, seg_b)
         pos = np.empty(n, np.int64)
         pos[order] = np.arange(n)
-        self._sign = np.where(order < self.n_free, 1, -1).astype(np.int8)  # +1 segment, −1 joint
-        node_index = np.where(order < self.n_free, order, order - self.n_free)
-        par = parent[order]
-        self._parent_pos = np.where(par >= 0, pos[np.maximum(par, 0)], -1)
-        has = np.flatnonzero(self._parent_pos >= 0)
-        by_parent = has[np.argsort(self._parent_pos[has], kind="stable")]
-        self._child_pos = by_parent.astype(np.int64)
-        self._child_ptr = np.searchsorted(self._parent_pos[by_parent], np.arange(n + 1)).astype(np.int64)
-        # each joint side's edge block is kept by the end eliminated first: the joint (J) or the segment (Jᵀ)
-        joints = np.arange(m)
-        self._slots = []
-        for seg in (seg_a, seg_b):
-            slot = np.full(m, -1, np.int64)
-            transposed = np.zeros(m, np.bool_)
-            free = seg >= 0
-            jn = self.n_free + joints[free]
-            by_joint = parent[jn] == seg[free]
-            by_segment = parent[seg[free]] == jn
-            if not np.all(by_joint | by_segment):
-                raise RuntimeError("elimination schedule: an edge is not a tree edge")
-            slot[free] = np.where(by_joint, pos[jn], pos[seg[free]])
-            transposed[free] = ~by_joint
-            self._slots += [slot, transposed]
+        node_index = self._tree_links(order, parent, pos)
+        slots = self._edge_slots(seg_a, seg_b, parent, pos)
         self._free_index = np.asarray(free_index, dtype=np.int64)
         # joint constants in elimination order of the joints, so the edge blocks are written in order
         joint = np.ascontiguousarray(node_index[self._sign < 0])
         self._joint = joint
-        self._slots = [np.ascontiguousarray(a[joint]) for a in self._slots]
+        self._slots = [np.ascontiguousarray(a[joint]) for a in slots]
         ev = evaluator
-        # the pose is worked on in elimination order: the free segments as eliminated, then the pinned ones
-        # the joints hold (a pinned segment may be driven), so the joints read it nearly in sequence
-        self._free_order = np.ascontiguousarray(node_index[self._sign > 0])
-        free_order = self._free_index[self._free_order]
-        held = np.concatenate((np.asarray(ev.parent, dtype=np.int64), np.asarray(ev.child, dtype=np.int64)))
-        pinned = np.setdiff1d(held, self._free_index)
-        self._local_seg = np.ascontiguousarray(np.concatenate((free_order, pinned)), dtype=np.int64)
-        local = np.full(max(int(held.max(initial=-1)), int(self._free_index.max(initial=-1))) + 1, -1, np.int64)
-        local[self._local_seg] = np.arange(self._local_seg.size)
-        # and back: each model row's row in the working arrays (−1: not a free segment), each joint's rank
-        self._seg_row = np.full(local.size, -1, np.int64)
-        self._seg_row[free_order] = np.arange(free_order.size)
-        self._joint_row = np.empty(m, np.int64)
-        self._joint_row[joint] = np.arange(m)
-        self._xe = np.zeros((self._local_seg.size, 3))
-        self._qe = np.zeros((self._local_seg.size, 4))
-        # per node its row in the working arrays: a segment's elimination rank among the segments, a joint's
-        # among the joints (the arrays in model order are gathered into these once per iteration)
-        self._node_rank = np.empty(n, np.int64)
-        self._node_rank[self._sign > 0] = np.arange(self.n_free)
-        self._node_rank[self._sign < 0] = np.arange(m)
-        # α̃ and the masses are read in place where elimination order runs through model order (a rope: each
-        # next row adjacent to the last, but for under 1 % jumps), so they are neither copied nor fingerprinted;
-        # elsewhere (trees: about 30 % jumps) scattered reads cost more than copies in elimination order, kept
-        # while their fingerprints are unchanged
-        self._in_place = all(a.size < 2 or np.mean(np.abs(np.diff(a)) == 1) >= 0.99 for a in (self._free_order, joint))
-        copies = 0 if self._in_place else 1
-        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((copies * m, 6))
-        self._mass_e = np.zeros((copies * self.n_free, 6))
-        self._ranks = np.arange(copies * self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
-        self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
-        self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
-        # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
-        self._work_key: tuple[tuple[int, int], int] | None = None
-        self._no_words = np.zeros(0, np.uint64)
-        self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
-        self._c_model = False  # whether _c (model order) holds _c_e
-        self._last_residual: tuple[float, int, int] | None = None  # iterate's: (‖C + α̃λ‖∞, λ's, α̃'s fingerprint)
-        self._jrank = np.arange(m, dtype=np.int32)  # (the rows of _c_e)
+        local = self._working_rows(ev, node_index)
+        self._working_copies()
         self._rotation_strain = ev.strain == "rotation"
-        # joint kinds: row masks (none if every row is kept) and the parent-frame basis of framed position rows
-        frame = np.full(m, -1, np.int64)
-        if ev._framed is not None:
-            frame[ev._framed] = np.arange(ev._framed.size)
-        # the joint constants in the joints' elimination order (the kernels' ``jc``), read in sequence
-        # (each joint's row in _c_e comes first: its elimination rank among the joints)
-        self._jc = (
-            self._jrank,
-            np.ascontiguousarray(local[np.asarray(ev.parent, dtype=np.int64)[joint]]),
-            np.ascontiguousarray(local[np.asarray(ev.child, dtype=np.int64)[joint]]),
-            np.ascontiguousarray(ev.point_parent[joint], dtype=float),
-            np.ascontiguousarray(ev.point_child[joint], dtype=float),
-            np.ascontiguousarray(ev._inv_l[joint], dtype=float),
-            np.ascontiguousarray(ev.rest[joint], dtype=float),
-            np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint], dtype=float),
-            np.zeros((0, 6)) if ev._mask is None else np.ascontiguousarray(ev._mask[joint], dtype=float),
-            np.ascontiguousarray(frame[joint]),
-            np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3),
-            *self._slots,
-        )
-        # each joint is evaluated at its first consumer in elimination order (the first of its free segments
-        # and itself), so its Jacobian blocks are used while in cache
-        first = pos[self.n_free + joint]
-        for seg in (seg_a[joint], seg_b[joint]):
-            first = np.where(seg >= 0, np.minimum(first, pos[np.maximum(seg, 0)]), first)
-        self._eval_at = np.full(n, -1, np.int64)
-        self._eval_at[first] = np.arange(m)
-        if np.unique(first).size != m:
-            raise RuntimeError("elimination schedule: two joints share their first consumer")
+        self._jc = self._joint_constants(ev, local, joint)
+        self._eval_at = self._first_consumers(seg_a, seg_b, pos, joint)
         # indices as int32 (fewer than 2³¹ nodes): less resident memory and memory traffic per pass
         self._node_index: np.ndarray | None = None  # each node's segment or joint index, made for solve()
         for name in ("_parent_pos", "_child_pos", "_child_ptr", "_node_rank", "_eval_at", "_joint", "_free_order",
@@ -372,6 +302,126 @@ class CompiledKKT:
         self._mass, self._alpha = self._no_seg, np.zeros((m, 6))
         self._pending = False  # factor() called: renew at the next iterate/solve
         self.factored = False
+
+    def _tree_links(self, order: np.ndarray, parent: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """Each node's kind (``_sign``), its parent's and its children's places in elimination order, and each
+        node's row in the working arrays (``_node_rank``); returns each node's segment or joint index."""
+        n, m = order.size, self.n_joints
+        self._sign = np.where(order < self.n_free, 1, -1).astype(np.int8)  # +1 segment, −1 joint
+        node_index = np.where(order < self.n_free, order, order - self.n_free)
+        par = parent[order]
+        self._parent_pos = np.where(par >= 0, pos[np.maximum(par, 0)], -1)
+        has = np.flatnonzero(self._parent_pos >= 0)
+        by_parent = has[np.argsort(self._parent_pos[has], kind="stable")]
+        self._child_pos = by_parent.astype(np.int64)
+        self._child_ptr = np.searchsorted(self._parent_pos[by_parent], np.arange(n + 1)).astype(np.int64)
+        # per node its row in the working arrays: a segment's elimination rank among the segments, a joint's
+        # among the joints (the arrays in model order are gathered into these once per iteration)
+        self._node_rank = np.empty(n, np.int64)
+        self._node_rank[self._sign > 0] = np.arange(self.n_free)
+        self._node_rank[self._sign < 0] = np.arange(m)
+        return node_index
+
+    def _edge_slots(self, seg_a, seg_b, parent: np.ndarray, pos: np.ndarray) -> list[np.ndarray]:
+        """For each joint side (parent, child): the place of its edge block and whether it is stored transposed.
+        Each block is kept by the end eliminated first: the joint (J) or the segment (Jᵀ)."""
+        m = self.n_joints
+        joints = np.arange(m)
+        slots = []
+        for seg in (seg_a, seg_b):
+            slot = np.full(m, -1, np.int64)
+            transposed = np.zeros(m, np.bool_)
+            free = seg >= 0
+            jn = self.n_free + joints[free]
+            by_joint = parent[jn] == seg[free]
+            by_segment = parent[seg[free]] == jn
+            if not np.all(by_joint | by_segment):
+                raise RuntimeError("elimination schedule: an edge is not a tree edge")
+            slot[free] = np.where(by_joint, pos[jn], pos[seg[free]])
+            transposed[free] = ~by_joint
+            slots += [slot, transposed]
+        return slots
+
+    def _working_rows(self, ev, node_index: np.ndarray) -> np.ndarray:
+        """The segments of the working pose and their rows back in model order; returns each model segment's row
+        in the working pose (−1: none). The pose is worked on in elimination order: the free segments as
+        eliminated, then the pinned ones the joints hold (a pinned segment may be driven), so the joints read it
+        nearly in sequence."""
+        m = self.n_joints
+        self._free_order = np.ascontiguousarray(node_index[self._sign > 0])
+        free_order = self._free_index[self._free_order]
+        held = np.concatenate((np.asarray(ev.parent, dtype=np.int64), np.asarray(ev.child, dtype=np.int64)))
+        pinned = np.setdiff1d(held, self._free_index)
+        self._local_seg = np.ascontiguousarray(np.concatenate((free_order, pinned)), dtype=np.int64)
+        local = np.full(max(int(held.max(initial=-1)), int(self._free_index.max(initial=-1))) + 1, -1, np.int64)
+        local[self._local_seg] = np.arange(self._local_seg.size)
+        # and back: each model row's row in the working arrays (−1: not a free segment), each joint's rank
+        self._seg_row = np.full(local.size, -1, np.int64)
+        self._seg_row[free_order] = np.arange(free_order.size)
+        self._joint_row = np.empty(m, np.int64)
+        self._joint_row[self._joint] = np.arange(m)
+        self._xe = np.zeros((self._local_seg.size, 3))
+        self._qe = np.zeros((self._local_seg.size, 4))
+        return local
+
+    def _working_copies(self) -> None:
+        """λ, α̃ and the masses in elimination order, and the fingerprints that say what the copies hold.
+
+        α̃ and the masses are read in place where elimination order runs through model order (a rope: each next
+        row adjacent to the last, but for under 1 % jumps), so they are neither copied nor fingerprinted;
+        elsewhere (trees: about 30 % jumps) scattered reads cost more than copies in elimination order, kept
+        while their fingerprints are unchanged."""
+        m = self.n_joints
+        rows = (self._free_order, self._joint)
+        self._in_place = all(a.size < 2 or np.mean(np.abs(np.diff(a)) == 1) >= 0.99 for a in rows)
+        copies = 0 if self._in_place else 1
+        self._lam_e, self._alpha_e = np.zeros((m, 6)), np.zeros((copies * m, 6))
+        self._mass_e = np.zeros((copies * self.n_free, 6))
+        self._ranks = np.arange(copies * self.n_free, dtype=np.int64)  # (the masses' rows in _mass_e)
+        self._alpha_e_key = self._alpha_key = self._mass_e_key = self._mass_key = -1  # fingerprints (-1: none)
+        self._pose_key: tuple[int, int] | None = None  # fingerprints of the pose at which _c_e holds C
+        # fingerprints of the pose and λ the working copies hold after iterate (None: other contents)
+        self._work_key: tuple[tuple[int, int], int] | None = None
+        self._no_words = np.zeros(0, np.uint64)
+        self._c_e = np.zeros((m, 6))  # C in the joints' elimination order
+        self._c_model = False  # whether _c (model order) holds _c_e
+        self._last_residual: tuple[float, int, int] | None = None  # iterate's: (‖C + α̃λ‖∞, λ's, α̃'s fingerprint)
+        self._jrank = np.arange(m, dtype=np.int32)  # (the rows of _c_e)
+
+    def _joint_constants(self, ev, local: np.ndarray, joint: np.ndarray) -> tuple:
+        """The joint constants in the joints' elimination order (the kernels' ``jc``), read in sequence (each
+        joint's row in _c_e comes first: its elimination rank among the joints). Joint kinds: row masks (none if
+        every row is kept) and the parent-frame basis of framed position rows."""
+        frame = np.full(self.n_joints, -1, np.int64)
+        if ev._framed is not None:
+            frame[ev._framed] = np.arange(ev._framed.size)
+        return (
+            self._jrank,
+            np.ascontiguousarray(local[np.asarray(ev.parent, dtype=np.int64)[joint]]),
+            np.ascontiguousarray(local[np.asarray(ev.child, dtype=np.int64)[joint]]),
+            np.ascontiguousarray(ev.point_parent[joint], dtype=float),
+            np.ascontiguousarray(ev.point_child[joint], dtype=float),
+            np.ascontiguousarray(ev._inv_l[joint], dtype=float),
+            np.ascontiguousarray(ev.rest[joint], dtype=float),
+            np.zeros((0, 3)) if self._rotation_strain else np.ascontiguousarray(ev._rest_strain[joint], dtype=float),
+            np.zeros((0, 6)) if ev._mask is None else np.ascontiguousarray(ev._mask[joint], dtype=float),
+            np.ascontiguousarray(frame[joint]),
+            np.ascontiguousarray(ev._basis_t, dtype=float).reshape(-1, 3, 3),
+            *self._slots,
+        )
+
+    def _first_consumers(self, seg_a, seg_b, pos: np.ndarray, joint: np.ndarray) -> np.ndarray:
+        """Per node, the joint evaluated there (−1: none): each joint at its first consumer in elimination order
+        (the first of its free segments and itself), so its Jacobian blocks are used while in cache."""
+        m = self.n_joints
+        first = pos[self.n_free + joint]
+        for seg in (seg_a[joint], seg_b[joint]):
+            first = np.where(seg >= 0, np.minimum(first, pos[np.maximum(seg, 0)]), first)
+        eval_at = np.full(pos.size, -1, np.int64)
+        eval_at[first] = np.arange(m)
+        if np.unique(first).size != m:
+            raise RuntimeError("elimination schedule: two joints share their first consumer")
+        return eval_at
 
     # -------------------------------------------------------------------------------------- pose and values
     def _forward(self, evaluate: bool, refactor: bool, substitute: bool, alpha: tuple) -> float:

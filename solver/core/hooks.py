@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from .state import State
+
 if TYPE_CHECKING:
     from .timestep import Simulator
 
@@ -98,7 +100,15 @@ class JointSystem:
     @property
     def factored(self) -> bool:
         """A factorisation of this step's joint system exists (made by the last Newton iteration)."""
-        return bool(getattr(self._sim._kkt, "factored", False))
+        kkt = self._sim._kkt
+        return kkt is not None and kkt.factored
+
+    @property
+    def elimination_rounds(self) -> int | None:
+        """Rounds of the direct solver's elimination (tree contraction; 1 for chains and the compiled solver), or
+        None before its first Newton iteration."""
+        kkt = self._sim._kkt
+        return None if kkt is None else kkt.n_rounds
 
     def solve(self, rhs_segments: np.ndarray | None, rhs_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Δz (n_free, 6), Δλ (m, 6)) from the last factorisation: H (Δz, Δλ) = (rhs_segments, rhs_joints)."""
@@ -111,7 +121,8 @@ class JointSystem:
 class StepContext:
     """The step a hook runs in. While a step is open (from the prediction to the velocities): ``step_dt`` is Δt [s],
     ``stage_dt`` the implicit stage h the constraints solve over (α̃ = α/h²: Δt for Euler, 2Δt/3 for BDF2),
-    ``time`` the step's start [s], ``start_*`` the pose at the step's start, ``stage_start_*`` the stage's start
+    ``time`` the step's start [s], ``start`` the step's start :class:`~solver.core.state.State` and ``start_*`` its
+    pose, ``stage_start_*`` the stage's start
     (x̂, q̂: the start pose for Euler, (4x_n − x_{n−1})/3 for BDF2; velocities are (x − x̂)/h). Between steps the
     same names describe the next step, its start being the current pose.
 
@@ -131,7 +142,7 @@ class StepContext:
 
     @property
     def step_dt(self) -> float:
-        return self._sim._dt
+        return self._sim.dt
 
     @property
     def stage_dt(self) -> float:
@@ -142,20 +153,31 @@ class StepContext:
         return self._sim.time
 
     @property
+    def start(self) -> State:
+        """The step's start as a :class:`~solver.core.state.State` (its arrays, not copies: read only); between
+        steps the current state."""
+        sim = self._sim
+        if sim._step_open and sim._start is not None:
+            return sim._start
+        return State(sim.positions, sim.orientations, sim.velocities, sim.angular_velocities, sim.lam, sim.time)
+
+    @property
     def start_positions(self) -> np.ndarray:
-        return self._sim._saved[0] if self._sim._step_open else self._sim.positions
+        sim = self._sim
+        return sim._start.positions if sim._step_open and sim._start is not None else sim.positions
 
     @property
     def start_orientations(self) -> np.ndarray:
-        return self._sim._saved[1] if self._sim._step_open else self._sim.orientations
+        sim = self._sim
+        return sim._start.orientations if sim._step_open and sim._start is not None else sim.orientations
 
     @property
     def stage_start_positions(self) -> np.ndarray:
-        return self._sim._x_prev if self._sim._step_open else self.start_positions
+        return self._sim._stage_start[0] if self._sim._step_open else self.start_positions
 
     @property
     def stage_start_orientations(self) -> np.ndarray:
-        return self._sim._q_prev if self._sim._step_open else self.start_orientations
+        return self._sim._stage_start[1] if self._sim._step_open else self.start_orientations
 
     @property
     def free_index(self) -> np.ndarray:

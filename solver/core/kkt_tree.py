@@ -196,92 +196,13 @@ class TreeKKT:
         order of later rounds, so rounds are laid out last to first.
         """
         n, nf = self.n_nodes, self.n_free
-        ne, na = self.n_initial_edges, self.edge_a_joint.size
-        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint)).tolist()
-        pos = np.empty(n, np.int64)
-        starts = np.concatenate(([0], np.cumsum([len(elim) for elim, _ in raw])))
-        oriented: list[list] = [[] for _ in raw]  # per round: (node, its pairs), filled below
-        for r in range(len(raw) - 1, -1, -1):
-            items = []
-            for i, nb in raw[r][0]:
-                if len(nb) == 2 and pos[nb[1][0]] < pos[nb[0][0]]:
-                    nb = nb[::-1]  # first pair: the neighbour eliminated first
-                e = nb[0][1] if nb else -1
-                kind = 4 if e < 0 or e >= ne else 2 * (e >= na) + (i < nf)
-                items.append(((-len(nb), kind, side_joint[e] if 0 <= e < ne else 0), i, nb))
-            items.sort(key=lambda t: t[0])
-            oriented[r] = [(i, nb) for _, i, nb in items]
-            pos[[i for _, i, _ in items]] = starts[r] + np.arange(len(items))
+        pos, starts, oriented = self._positions(raw)
         self.order = np.empty(n, np.int64)  # node id at each elimination position
         self.order[pos] = np.arange(n)
         self.position = pos  # elimination position of each node id
-        edge_slot = np.empty(self.n_edges, np.int64)
-        edge_node = np.empty(self.n_edges, np.int64)  # node that consumes the edge (eliminated first)
-        rounds = []
-        pair_start = 0
-        for r, (_, fills) in enumerate(raw):
-            elim = oriented[r]
-            k = len(elim)
-            start = int(starts[r])
-            k1 = sum(len(nb) >= 1 for _, nb in elim)
-            k2 = sum(len(nb) == 2 for _, nb in elim)
-            first = [(i, nb[0]) for i, nb in elim if nb]
-            second = [(i, nb[1]) for i, nb in elim if len(nb) == 2]
-            pairs = first + second
-            slots = pair_start + np.arange(len(pairs))
-            for s, (i, (_, e)) in zip(slots.tolist(), pairs, strict=True):
-                edge_slot[e] = s
-                edge_node[e] = i
-            fill_edges = [fills[i] for i, _ in first[:k2]]
-            pair_nbr = pos[np.asarray([a for _, (a, _) in pairs], dtype=np.int64)] if pairs else np.zeros(0, np.int64)
-            rounds.append(
-                _Round(
-                    start=start,
-                    stop=start + k,
-                    k1=k1,
-                    k2=k2,
-                    pair_start=pair_start,
-                    pair_stop=pair_start + len(pairs),
-                    pair_nbr=pair_nbr,
-                    fill_dest=np.asarray(fill_edges, dtype=np.int64),
-                )
-            )
-            pair_start += len(pairs)
-        for rd in rounds:  # fill edges are consumed in later rounds
-            rd.fill_dest = edge_slot[rd.fill_dest] if rd.fill_dest.size else rd.fill_dest
-        self.rounds = rounds
-        self.n_pairs = pair_start
-        # Updates are pulled, not scattered: the pivots of a round are the initial diagonal minus the sum of the
-        # updates of all earlier pairs pointing at them, one sparse (k × pairs) product per round.
-        if pair_start:
-            nbr = np.concatenate([rd.pair_nbr for rd in rounds])
-            starts = np.asarray([rd.start for rd in rounds])
-            owner = np.searchsorted(starts, nbr, side="right") - 1
-            by_round = np.argsort(owner, kind="stable")
-            bounds = np.searchsorted(owner[by_round], np.arange(len(rounds) + 1))
-            for r, rd in enumerate(rounds):
-                in_round = by_round[bounds[r] : bounds[r + 1]]
-                if in_round.size:
-                    rd.incoming = csr_matrix(
-                        (np.ones(in_round.size), (nbr[in_round] - rd.start, in_round)),
-                        shape=(rd.stop - rd.start, pair_start),
-                    )
-                    rd.incoming.sort_indices()
-                    rd.incoming_negated = -rd.incoming
-        # initial edges: stored as J (consumed by the joint: −H[j, s] = J_s) or Jᵀ (consumed by the segment);
-        # per kind (a/b side × consumed by joint/segment): runs of consecutive slots (slices) and the rest
-        by_seg = edge_node[:ne] < nf
-        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint))
-        is_a = np.arange(ne) < na
-        plan = []
-        for side in (is_a, ~is_a):
-            for consumed_by_segment in (False, True):
-                sel = np.flatnonzero(side & (by_seg == consumed_by_segment))
-                sel = sel[np.argsort(edge_slot[sel])]
-                plan.append(
-                    (side_joint[sel], edge_slot[sel], consumed_by_segment, _runs(edge_slot[sel], side_joint[sel]))
-                )
-        self._init_plan = plan
+        edge_slot, edge_node = self._pair_rounds(raw, oriented, starts, pos)
+        self._pull_updates()
+        self._init_plan = self._initial_edge_plan(edge_slot, edge_node)
         self._sign = np.where(self.order < nf, 1.0, -1.0)
         self._seg_pos = pos[:nf]
         self._joint_pos = pos[nf:]
@@ -294,6 +215,104 @@ class TreeKKT:
         self._C = np.zeros((self.n_pairs, 6))  # forward-substitution contributions
         self._blocks_ready = False  # constant blocks of the initial edges in G (factor_blocks)
         self.factored = False
+
+    def _positions(self, raw) -> tuple[np.ndarray, np.ndarray, list[list]]:
+        """Each node's elimination position, each round's first position, and per round its nodes with their
+        pairs in order (the first pair: the neighbour eliminated first), rounds laid out last to first."""
+        ne, na = self.n_initial_edges, self.edge_a_joint.size
+        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint)).tolist()
+        pos = np.empty(self.n_nodes, np.int64)
+        starts = np.concatenate(([0], np.cumsum([len(elim) for elim, _ in raw])))
+        oriented: list[list] = [[] for _ in raw]  # per round: (node, its pairs), filled below
+        for r in range(len(raw) - 1, -1, -1):
+            items = []
+            for i, nb in raw[r][0]:
+                if len(nb) == 2 and pos[nb[1][0]] < pos[nb[0][0]]:
+                    nb = nb[::-1]  # first pair: the neighbour eliminated first
+                e = nb[0][1] if nb else -1
+                kind = 4 if e < 0 or e >= ne else 2 * (e >= na) + (i < self.n_free)
+                items.append(((-len(nb), kind, side_joint[e] if 0 <= e < ne else 0), i, nb))
+            items.sort(key=lambda t: t[0])
+            oriented[r] = [(i, nb) for _, i, nb in items]
+            pos[[i for _, i, _ in items]] = starts[r] + np.arange(len(items))
+        return pos, starts, oriented
+
+    def _pair_rounds(self, raw, oriented, starts, pos) -> tuple[np.ndarray, np.ndarray]:
+        """The rounds (:class:`_Round`: pivots, pair slots, their neighbours' positions, fill destinations) into
+        ``rounds`` and ``n_pairs``; returns each edge's pair slot and the node that consumes it (eliminated
+        first)."""
+        edge_slot = np.empty(self.n_edges, np.int64)
+        edge_node = np.empty(self.n_edges, np.int64)
+        rounds = []
+        pair_start = 0
+        for r, (_, fills) in enumerate(raw):
+            elim = oriented[r]
+            start = int(starts[r])
+            k2 = sum(len(nb) == 2 for _, nb in elim)
+            first = [(i, nb[0]) for i, nb in elim if nb]
+            pairs = first + [(i, nb[1]) for i, nb in elim if len(nb) == 2]
+            slots = pair_start + np.arange(len(pairs))
+            for s, (i, (_, e)) in zip(slots.tolist(), pairs, strict=True):
+                edge_slot[e] = s
+                edge_node[e] = i
+            fill_edges = [fills[i] for i, _ in first[:k2]]
+            pair_nbr = pos[np.asarray([a for _, (a, _) in pairs], dtype=np.int64)] if pairs else np.zeros(0, np.int64)
+            rounds.append(
+                _Round(
+                    start=start,
+                    stop=start + len(elim),
+                    k1=sum(len(nb) >= 1 for _, nb in elim),
+                    k2=k2,
+                    pair_start=pair_start,
+                    pair_stop=pair_start + len(pairs),
+                    pair_nbr=pair_nbr,
+                    fill_dest=np.asarray(fill_edges, dtype=np.int64),
+                )
+            )
+            pair_start += len(pairs)
+        for rd in rounds:  # fill edges are consumed in later rounds
+            rd.fill_dest = edge_slot[rd.fill_dest] if rd.fill_dest.size else rd.fill_dest
+        self.rounds = rounds
+        self.n_pairs = pair_start
+        return edge_slot, edge_node
+
+    def _pull_updates(self) -> None:
+        """Updates are pulled, not scattered: the pivots of a round are the initial diagonal minus the sum of the
+        updates of all earlier pairs pointing at them, one sparse (k × pairs) product per round."""
+        rounds = self.rounds
+        if not self.n_pairs:
+            return
+        nbr = np.concatenate([rd.pair_nbr for rd in rounds])
+        starts = np.asarray([rd.start for rd in rounds])
+        owner = np.searchsorted(starts, nbr, side="right") - 1
+        by_round = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[by_round], np.arange(len(rounds) + 1))
+        for r, rd in enumerate(rounds):
+            in_round = by_round[bounds[r] : bounds[r + 1]]
+            if in_round.size:
+                rd.incoming = csr_matrix(
+                    (np.ones(in_round.size), (nbr[in_round] - rd.start, in_round)),
+                    shape=(rd.stop - rd.start, self.n_pairs),
+                )
+                rd.incoming.sort_indices()
+                rd.incoming_negated = -rd.incoming
+
+    def _initial_edge_plan(self, edge_slot: np.ndarray, edge_node: np.ndarray) -> list:
+        """Initial edges: stored as J (consumed by the joint: −H[j, s] = J_s) or Jᵀ (consumed by the segment); per
+        kind (a/b side × consumed by joint/segment): runs of consecutive slots (slices) and the rest."""
+        ne, na = self.n_initial_edges, self.edge_a_joint.size
+        by_seg = edge_node[:ne] < self.n_free
+        side_joint = np.concatenate((self.edge_a_joint, self.edge_b_joint))
+        is_a = np.arange(ne) < na
+        plan = []
+        for side in (is_a, ~is_a):
+            for consumed_by_segment in (False, True):
+                sel = np.flatnonzero(side & (by_seg == consumed_by_segment))
+                sel = sel[np.argsort(edge_slot[sel])]
+                plan.append(
+                    (side_joint[sel], edge_slot[sel], consumed_by_segment, _runs(edge_slot[sel], side_joint[sel]))
+                )
+        return plan
 
     @staticmethod
     def _stable(i: int, nbrs: dict, is_seg: list, dist: list) -> bool:

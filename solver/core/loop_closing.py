@@ -11,8 +11,7 @@ Two ways to weigh a correction (``response``):
 
 * ``"local"``: Eq. 21 as written, ``Δλ = −(J M⁻¹ Jᵀ + α̃)⁻¹ (C + α̃λ)`` with the two joined segments'
   masses only. The next KKT solve then pulls the tree back toward where it was, so the alternation is
-  a block Gauss–Seidel whose rate is the ratio of the loop's local to its effective compliance:
-  measured 0.85–0.97 per iteration on a hanging ring.
+  a block Gauss–Seidel whose rate is the ratio of the loop's local to its effective compliance (docs/notes/core.md).
 * ``"tree"`` (after a KKT iteration): the same Eq. 21 with the tree's response in place of
   ``M⁻¹``: the correction ``Jᵀ Δλ`` is applied to the whole tree through the KKT factorisation of
   this iteration, ``H (Δx, Δλ_tree) = (Jᵀ Δλ, 0)`` (Eq. 22), so the tree joints stay satisfied to
@@ -65,10 +64,10 @@ class LoopClosingConstraints:
             return 0.0
         c = joint_constraint.evaluate(self.joints, sim.positions, sim.orientations, with_jacobians=False)
         residual = float(np.max(np.abs(c + self._alpha_tilde * self.lam)))
-        kkt = getattr(sim, "_kkt", None)
-        if self.response == "tree" and sim.solver == "kkt" and getattr(kkt, "factored", False):
+        joints = sim.step_context.joints
+        if self.response == "tree" and sim.solver == "kkt" and joints.factored:
             for j in range(self.joints.n_joints):  # few loops: Gauss–Seidel over them, each exact
-                self._project_through_tree(sim, kkt, j)
+                self._project_through_tree(sim, joints, j)
         else:  # inverse masses as the simulator uses them this step (pinned: 0)
             gauss_seidel_iteration(
                 self.joints,
@@ -76,12 +75,12 @@ class LoopClosingConstraints:
                 sim.orientations,
                 self.lam,
                 self._alpha_tilde,
-                sim._inv_mass_diag,
+                sim.step_context.inverse_mass_diag,
                 self._colours,
             )
         return residual
 
-    def _project_through_tree(self, sim, kkt, j: int) -> None:
+    def _project_through_tree(self, sim, joints, j: int) -> None:
         """Eq. 21 for loop joint ``j`` with the tree's compliance ``J H⁻¹ Jᵀ`` (6 solves of Eq. 22)."""
         c, j_a, j_b = joint_constraint.evaluate(self.joints, sim.positions, sim.orientations, np.array([j]))
         a, b = int(self._free_a[j]), int(self._free_b[j])
@@ -94,7 +93,7 @@ class LoopClosingConstraints:
                 f[a] += j_a[0, i]
             if b >= 0:
                 f[b] += j_b[0, i]
-            x_i, l_i = kkt.solve(f, zero_joint)
+            x_i, l_i = joints.solve(f, zero_joint)
             dx.append(x_i)
             dlam.append(l_i)
             w[:, i] = (j_a[0] @ x_i[a] if a >= 0 else 0.0) + (j_b[0] @ x_i[b] if b >= 0 else 0.0)

@@ -12,7 +12,6 @@ and ``radius[:, 1]``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -21,17 +20,19 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from . import quaternion as quat
+from .model_arrays import (
+    DEFAULT_SHEAR_COEFFICIENT,
+    DEFAULT_STRETCH_COMPLIANCE,
+    JOINT_KINDS,
+    joint_arrays,
+    segment_arrays,
+)
 
-DEFAULT_STRETCH_COMPLIANCE = 1e-10  # m/N; Deul §4.3 uses 1e-10…1e-8 to keep the KKT system well conditioned
-# Timoshenko shear coefficient κ of a solid round section: 6(1 + ν)/(7 + 6ν) (Cowper 1966) is 0.886 at
-# ν = 0.3 and 0.9 at ν = 0.5 (rubber); values 0.9–1.0 are usual for round sections.
-DEFAULT_SHEAR_COEFFICIENT = 0.9
+# the builders, importable from here as before (explicit re-exports)
+from .polyline import STRETCH_MODES as STRETCH_MODES
+from .polyline import _cumulative_left_product as _cumulative_left_product
+from .polyline import rod_from_polyline as rod_from_polyline
 
-# Joint kinds: which of the six constraint rows (3 position, then bend d1, bend d2, twist d3) a joint keeps.
-#   clamp: all six; ball: the position rows (rotation free); ball_twist_lock: a ball that keeps the twist row;
-#   hinge: the position rows and the two rotation rows that keep the hinge axis (free rotation about it);
-#   rail: the rotation rows and the position rows across the rail axis (free sliding along it).
-JOINT_KINDS = ("clamp", "ball", "ball_twist_lock", "hinge", "rail")
 _KIND_ROWS = {
     "clamp": (1, 1, 1, 1, 1, 1),
     "ball": (1, 1, 1, 0, 0, 0),
@@ -39,49 +40,6 @@ _KIND_ROWS = {
     "hinge": (1, 1, 1, 1, 1, 1),  # the row of the hinge axis is dropped in _row_masks
     "rail": (0, 1, 1, 1, 1, 1),  # row 0 is along the rail axis (position rows in the rail's basis)
 }
-
-
-def _as_array(name: str, value, shape_tail: tuple, count: int, dtype=float) -> np.ndarray:
-    """Broadcast ``value`` to ``(count, *shape_tail)`` and reject NaN/inf, naming the input."""
-    arr = np.asarray(value, dtype=dtype)
-    try:
-        arr = np.broadcast_to(arr, (count,) + shape_tail).copy()
-    except ValueError:
-        raise ValueError(
-            f"{name}: expected shape ({count}, {', '.join(map(str, shape_tail))}) "
-            f"or broadcastable, got {np.shape(value)}"
-        ) from None
-    if dtype is float and not np.all(np.isfinite(arr)):
-        bad = int(np.argwhere(~np.isfinite(arr.reshape(count, -1)))[0, 0])
-        raise ValueError(f"{name}[{bad}] is not finite (NaN or inf)")
-    return arr
-
-
-def _section_radii(name: str, value, count: int) -> np.ndarray:
-    """Cross-section semi-axes (count, 2): a scalar or a 1-D array is a circular radius (per item);
-    elliptic sections are given as shape (count, 2) or (1, 2)."""
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim <= 1:
-        arr = np.stack(
-            [
-                np.broadcast_to(arr, (count,))
-                if arr.ndim == 0 or arr.shape[0] == count
-                else _as_array(name, arr, (), count)
-            ]
-            * 2,
-            axis=1,
-        )
-    return _as_array(name, arr, (2,), count)
-
-
-def _require_positive(name: str, arr: np.ndarray) -> None:
-    if arr.size == 0:
-        return
-    flat = arr.reshape(arr.shape[0], -1)
-    bad = np.argwhere(~(flat > 0.0))
-    if bad.size:
-        i = int(bad[0, 0])
-        raise ValueError(f"{name}[{i}] must be > 0, got {arr[i].tolist() if arr.ndim > 1 else float(arr[i])}")
 
 
 def cross_section_moments(radius: np.ndarray):
@@ -190,25 +148,6 @@ def _basis_from_axis(axis: np.ndarray) -> np.ndarray:
     return np.stack((a, b, np.cross(a, b)), axis=2)
 
 
-def _joint_kinds(value, m: int) -> np.ndarray:
-    """Joint kinds (a name of :data:`JOINT_KINDS` or its index, one for all or one per joint) as indices."""
-    arr = np.asarray(value)
-    if arr.dtype.kind in "iu":
-        codes = _as_array("joint_kind", arr, (), m, dtype=np.int64)
-        bad = np.argwhere((codes < 0) | (codes >= len(JOINT_KINDS)))
-        if bad.size:
-            i = int(bad[0, 0])
-            raise ValueError(f"joint_kind[{i}] = {int(codes[i])} is not a joint kind index (0…{len(JOINT_KINDS) - 1})")
-        return codes
-    names = _as_array("joint_kind", arr, (), m, dtype=object)
-    codes = np.zeros(m, np.int64)
-    for i, name in enumerate(names):
-        if name not in JOINT_KINDS:
-            raise ValueError(f"joint_kind[{i}] = {name!r} is not a joint kind; use one of {', '.join(JOINT_KINDS)}")
-        codes[i] = JOINT_KINDS.index(name)
-    return codes
-
-
 @dataclass(kw_only=True)
 class RodModel(JointArrays):
     """Segments and joints of a rod forest, validated and with derived mass properties.
@@ -259,7 +198,7 @@ class RodModel(JointArrays):
     inertia: np.ndarray = field(init=False)
 
     @classmethod
-    def from_arrays(
+    def from_arrays(  # noqa: PLR0913 (the public keyword arrays, each checked in model_arrays)
         cls,
         positions,
         orientations,
@@ -294,117 +233,21 @@ class RodModel(JointArrays):
         tree) becomes a loop-closing constraint in ``loops``; the first joints in input order form the tree.
         Raises ``ValueError`` naming the offending item.
         """
-        positions = np.asarray(positions, dtype=float)
-        if positions.ndim != 2 or positions.shape[1] != 3 or positions.shape[0] == 0:
-            raise ValueError(f"positions: expected shape (n, 3) with n ≥ 1, got {positions.shape}")
-        n = positions.shape[0]
-        positions = _as_array("positions", positions, (3,), n)
-        orientations = _as_array("orientations", orientations, (4,), n)
-        norms = np.linalg.norm(orientations, axis=1)
-        bad = np.argwhere(norms < 1e-12)
-        if bad.size:
-            raise ValueError(f"orientations[{int(bad[0, 0])}] is a zero quaternion")
-        orientations = orientations / norms[:, None]
-        lengths = _as_array("lengths", lengths, (), n)
-        _require_positive("lengths", lengths)
-        radii = _section_radii("radii", radii, n)
-        _require_positive("radii", radii)
-        densities = _as_array("densities", densities, (), n)
-        _require_positive("densities", densities)
-        pinned = np.zeros(n, bool) if pinned is None else _as_array("pinned", pinned, (), n, dtype=bool)
-        leaf = np.zeros(n, bool) if leaf is None else _as_array("leaf", leaf, (), n, dtype=bool)
-
-        jp = np.asarray(joint_parent, dtype=np.int64).reshape(-1)
-        jc = np.asarray(joint_child, dtype=np.int64).reshape(-1)
-        if jp.shape != jc.shape:
-            raise ValueError(f"joint_parent and joint_child differ in length ({jp.size} vs {jc.size})")
-        m = jp.size
-        for name, idx in (("joint_parent", jp), ("joint_child", jc)):
-            bad = np.argwhere((idx < 0) | (idx >= n))
-            if bad.size:
-                j = int(bad[0, 0])
-                raise ValueError(f"{name}[{j}] = {int(idx[j])} is not a segment index (0…{n - 1})")
-        bad = np.argwhere(jp == jc)
-        if bad.size:
-            j = int(bad[0, 0])
-            raise ValueError(f"joint {j} joins segment {int(jp[j])} to itself")
-        bad = np.argwhere(pinned[jp] & pinned[jc])
-        if bad.size:
-            j = int(bad[0, 0])
-            raise ValueError(f"joint {j} joins two pinned segments ({int(jp[j])}, {int(jc[j])}): nothing can move")
-
-        def joint_vec(name, value, default):
-            return _as_array(name, default if value is None else value, (3,), m)
-
-        half_p = np.zeros((m, 3))
-        half_p[:, 2] = 0.5 * lengths[jp]
-        half_c = np.zeros((m, 3))
-        half_c[:, 2] = -0.5 * lengths[jc]
-        joint_point_parent = joint_vec("joint_point_parent", joint_point_parent, half_p)
-        joint_point_child = joint_vec("joint_point_child", joint_point_child, half_c)
-        if joint_radii is None:
-            joint_radii = 0.5 * (radii[jp] + radii[jc])
-        joint_radii = _section_radii("joint_radii", joint_radii, m)
-        _require_positive("joint_radii", joint_radii)
-        youngs_modulus = _as_array("youngs_modulus", youngs_modulus, (), m)
-        _require_positive("youngs_modulus", youngs_modulus)
-        if torsion_modulus is None:
-            torsion_modulus = youngs_modulus / (2.0 * 1.3)
-        torsion_modulus = _as_array("torsion_modulus", torsion_modulus, (), m)
-        _require_positive("torsion_modulus", torsion_modulus)
-        if joint_lengths is None:
-            joint_lengths = 0.5 * (lengths[jp] + lengths[jc])
-        joint_lengths = _as_array("joint_lengths", joint_lengths, (), m)
-        _require_positive("joint_lengths", joint_lengths)
-        stretch_compliance = _as_array("stretch_compliance", stretch_compliance, (), m)
-        _require_positive("stretch_compliance", stretch_compliance)
-        joint_kind = _joint_kinds(joint_kind, m)
-        joint_axis = joint_vec("joint_axis", joint_axis, np.array([0.0, 0.0, 1.0]))
-        norms = np.linalg.norm(joint_axis, axis=1)
-        bad = np.argwhere(~(norms > 1e-12))
-        if bad.size:
-            i = int(bad[0, 0])
-            raise ValueError(f"joint_axis[{i}] is a zero vector: a rail or hinge axis needs a direction")
-        joint_axis = joint_axis / norms[:, None]
-        hinge = np.flatnonzero(joint_kind == JOINT_KINDS.index("hinge"))
-        off_axis = 1.0 - np.max(np.abs(joint_axis[hinge]), axis=1) if hinge.size else np.zeros(0)
-        bad = np.argwhere(off_axis > 1e-9)
-        if bad.size:
-            i = int(hinge[int(bad[0, 0])])
-            raise ValueError(
-                f"joint_axis[{i}] = {joint_axis[i].tolist()}: a hinge axis must be one of the child segment's "
-                "section axes, (1, 0, 0), (0, 1, 0) or (0, 0, 1) in its frame"
-            )
-        physical_stretch = _as_array("physical_stretch", physical_stretch, (), m, dtype=bool)
-        shear_coefficient = _as_array("shear_coefficient", shear_coefficient, (), m)
-        _require_positive("shear_coefficient", shear_coefficient)
-
-        joints = dict(
-            joint_parent=jp,
-            joint_child=jc,
-            joint_point_parent=joint_point_parent,
-            joint_point_child=joint_point_child,
-            joint_radii=joint_radii,
-            youngs_modulus=youngs_modulus,
-            torsion_modulus=torsion_modulus,
-            joint_lengths=joint_lengths,
-            stretch_compliance=stretch_compliance,
-            joint_kind=joint_kind,
-            joint_axis=joint_axis,
-            physical_stretch=physical_stretch,
+        segments = segment_arrays(positions, orientations, lengths, radii, densities, pinned, leaf)
+        options = dict(
+            joint_parent=joint_parent, joint_child=joint_child, joint_point_parent=joint_point_parent,
+            joint_point_child=joint_point_child, joint_radii=joint_radii, youngs_modulus=youngs_modulus,
+            torsion_modulus=torsion_modulus, joint_lengths=joint_lengths, stretch_compliance=stretch_compliance,
+            joint_kind=joint_kind, joint_axis=joint_axis, physical_stretch=physical_stretch,
             shear_coefficient=shear_coefficient,
-        )
-        loop = _loop_closing_joints(n, pinned, jp, jc)
-        loops = JointSet(orientations, np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
+        )  # fmt: skip
+        joints = joint_arrays(segments, options)
+        jp, jc = joints["joint_parent"], joints["joint_child"]
+        loop = _loop_closing_joints(segments["pinned"].size, segments["pinned"], jp, jc)
+        loops = JointSet(segments["orientations"], np.flatnonzero(loop), **{k: v[loop] for k, v in joints.items()})
         return cls(
-            positions=positions,
-            orientations=orientations,
-            lengths=lengths,
-            radii=radii,
-            densities=densities,
-            pinned=pinned,
+            **segments,
             **{k: v[~loop] for k, v in joints.items()},
-            leaf=leaf,
             loops=loops,
             joint_input_index=np.flatnonzero(~loop),
         )
@@ -568,145 +411,3 @@ def _loop_closing_joints(n: int, pinned: np.ndarray, parent: np.ndarray, child: 
         else:
             root[ra] = rb
     return loop
-
-
-def _cumulative_left_product(r: np.ndarray) -> np.ndarray:
-    """``out[k] = r[k-1] ⊗ … ⊗ r[0]`` (``out[0]`` = identity), by a log-depth Hillis–Steele scan."""
-    n = r.shape[0] + 1
-    out = np.zeros((n, 4))
-    out[:, 0] = 1.0
-    out[1:] = r
-    s = 1
-    while s < n:
-        out[s:] = quat.multiply(out[s:], out[:-s])
-        s *= 2
-    return quat.normalize(out)
-
-
-def _polyline_frames(name: str, points, twist: float):
-    """Edge lengths (k−1,) and material frames (k−1, 4) of a polyline (k, 3): parallel transport along it (no
-    rest twist), turned by ``twist`` [rad] about the first edge. ValueError naming ``name`` on bad input."""
-    pts = np.asarray(points, dtype=float)
-    if pts.ndim != 2 or pts.shape[1] != 3:
-        raise ValueError(f"{name}: expected shape (k, 3), got {pts.shape}")
-    if pts.shape[0] < 2:
-        raise ValueError(f"{name}: a rod needs at least 2 points, got {pts.shape[0]}")
-    if not np.all(np.isfinite(pts)):
-        raise ValueError(f"{name}[{int(np.argwhere(~np.isfinite(pts))[0, 0])}] is not finite (NaN or inf)")
-    edges = np.diff(pts, axis=0)
-    lengths = np.linalg.norm(edges, axis=1)
-    bad = np.argwhere(~(lengths > 0.0))
-    if bad.size:
-        i = int(bad[0, 0])
-        raise ValueError(f"{name}: segment {i} (points {i} and {i + 1}) has zero length")
-    dirs = edges / lengths[:, None]
-    q0 = quat.from_two_vectors(np.array([0.0, 0.0, 1.0]), dirs[0])
-    if twist:
-        q0 = quat.multiply(q0, np.array([np.cos(twist / 2), 0.0, 0.0, np.sin(twist / 2)]))
-    transport = quat.from_two_vectors(dirs[:-1], dirs[1:]) if pts.shape[0] > 2 else np.zeros((0, 4))
-    return lengths, quat.normalize(quat.multiply(_cumulative_left_product(transport), q0))
-
-
-STRETCH_MODES = ("inextensible", "physical")
-
-
-def rod_from_polyline(
-    points,
-    radius,
-    youngs_modulus: float,
-    torsion_modulus: float | None = None,
-    density: float = 1000.0,
-    *,
-    pinned: Iterable[str] = (),
-    stretch_compliance: float = DEFAULT_STRETCH_COMPLIANCE,
-    twist: float = 0.0,
-    start: str | None = None,
-    end: str | None = None,
-    start_axis=(0.0, 0.0, 1.0),
-    end_axis=(0.0, 0.0, 1.0),
-    stretch: str = "inextensible",
-    shear_coefficient: float = DEFAULT_SHEAR_COEFFICIENT,
-    rest=None,
-) -> RodModel:
-    """A single rod: one segment per polyline edge, one joint per interior point.
-
-    ``points`` (k, 3) [m]: the initial pose; ``radius`` [m] a scalar or one value per point (a segment takes
-    the mean of its end radii, a joint the radius at its point); ``youngs_modulus``/``torsion_modulus`` [Pa];
-    ``density`` [kg/m³]. Material frames are parallel-transported along the polyline (no rest twist), then
-    optionally turned by ``twist`` [rad] about the axis of the first segment.
-
-    Ends: ``start``/``end`` a joint kind of :data:`JOINT_KINDS` (``"clamp"``, ``"ball"``, ``"ball_twist_lock"``,
-    ``"hinge"``, ``"rail"``) or None (free): the end segment (the first or last polyline edge) becomes a
-    kinematic anchor, and its joint to the rod that kind, at ``points[1]`` (``points[-2]``). ``pinned``
-    ``["start"]``/``["end"]`` is ``start``/``end="clamp"``. ``start_axis``/``end_axis``: the axis of a rail
-    (in the anchor's frame at the start, the last free segment's at the end; (0, 0, 1) is along the rod) or of a
-    hinge (in the first free segment's frame at the start, the anchor's at the end: (1, 0, 0), (0, 1, 0) or
-    (0, 0, 1)).
-
-    ``stretch``: ``"inextensible"`` (the default, for trees: ``stretch_compliance`` [m/N] in every position row)
-    or ``"physical"``: stretch ``l/(E A)`` and shear ``l/(κ G A)`` per joint, κ = ``shear_coefficient``.
-
-    ``rest``: the rest shape, if not the initial pose: ``"straight"`` or points (k, 3). Rest Darboux vectors and
-    segment lengths come from it, positions and orientations from ``points`` (where its edge lengths differ
-    from the rest lengths, the joints start stretched and pull the segments together).
-    """
-    lengths, orientations = _polyline_frames("points", points, twist)
-    pts = np.asarray(points, dtype=float)
-    k = pts.shape[0]
-    rad = _as_array("radius", radius, (), k)
-    _require_positive("radius", rad)
-    ends = set(pinned)
-    unknown = ends - {"start", "end"}
-    if unknown:
-        raise ValueError(f"pinned: unknown end(s) {sorted(unknown)}; use 'start' and/or 'end'")
-    for name, kind in (("start", start), ("end", end)):
-        if kind is not None and kind not in JOINT_KINDS:
-            raise ValueError(f"{name}: {kind!r} is not a joint kind; use None or one of {', '.join(JOINT_KINDS)}")
-    if stretch not in STRETCH_MODES:
-        raise ValueError(f"stretch must be one of {STRETCH_MODES}, got {stretch!r}")
-    start_kind = start if start is not None else ("clamp" if "start" in ends else None)
-    end_kind = end if end is not None else ("clamp" if "end" in ends else None)
-    if (start is not None or end is not None) and k < 3:
-        raise ValueError(f"points: a rod with a jointed end needs at least 3 points (anchor and rod), got {k}")
-    pin = np.zeros(k - 1, bool)
-    pin[0] |= start_kind is not None
-    pin[-1] |= end_kind is not None
-    kinds = ["clamp"] * (k - 2)
-    axes = np.tile([0.0, 0.0, 1.0], (k - 2, 1))
-    if start_kind is not None:
-        kinds[0], axes[0] = start_kind, start_axis
-    if end_kind is not None:
-        kinds[-1], axes[-1] = end_kind, end_axis
-    rest_darboux = None
-    if rest is not None:
-        if isinstance(rest, str):
-            if rest != "straight":
-                raise ValueError(f"rest must be 'straight' or points of shape ({k}, 3), got {rest!r}")
-            rest_darboux = np.tile([1.0, 0.0, 0.0, 0.0], (k - 2, 1))
-        else:
-            rest_lengths, rest_q = _polyline_frames("rest", rest, twist)
-            if rest_lengths.shape != lengths.shape:
-                raise ValueError(f"rest: expected {k} points as in points, got {rest_lengths.size + 1}")
-            lengths = rest_lengths
-            rest_darboux = quat.multiply(quat.conjugate(rest_q[:-1]), rest_q[1:])
-    seg_r = 0.5 * (rad[:-1] + rad[1:])
-    j = np.arange(k - 2)
-    model = RodModel.from_arrays(
-        0.5 * (pts[:-1] + pts[1:]),
-        orientations,
-        lengths,
-        seg_r,
-        density,
-        joint_parent=j,
-        joint_child=j + 1,
-        joint_radii=rad[1:-1],
-        youngs_modulus=youngs_modulus,
-        torsion_modulus=torsion_modulus,
-        stretch_compliance=stretch_compliance,
-        joint_kind=kinds,
-        joint_axis=axes,
-        physical_stretch=stretch == "physical",
-        shear_coefficient=shear_coefficient,
-        pinned=pin,
-    )
-    return model if rest_darboux is None else model.with_rest_darboux(rest_darboux)

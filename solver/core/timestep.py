@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from . import bdf2, joint_constraint
 from . import compiled as compiled_kkt
-from . import joint_constraint
 from . import quaternion as quat
+from .bdf2 import exp_body as _exp_body
+from .bdf2 import log_body as _log_body
 from .gauss_seidel import colour_joints, gauss_seidel_iteration
-from .hooks import StepContext
+from .hooks import ConstraintSet, ForceField, PostStepHook, StepContext
 from .integrator import check_integrator, mass_damping_for_ratio
 from .kkt_chain import ChainKKT, chain_order
 from .kkt_tree import TreeKKT
+from .loads import PointLoads
 from .loop_closing import LoopClosingConstraints
 from .model import RodModel
+from .parameters import Setting, acceleration, count, finite_non_negative, solver_name, time_step
+from .state import NonFiniteStateError, State, StepReport, first_non_finite, kinetic_energy, momentum
 
 log = logging.getLogger("solver.timestep")
 
-ForceField = Callable[["Simulator"], tuple]
 KinematicDriver = Callable[[float], tuple]
 
 
@@ -31,80 +33,8 @@ KinematicDriver = Callable[[float], tuple]
 REUSE_CONTRACTION = 0.1
 
 
-def _count(name: str, value, low: int) -> int:
-    """``value`` as an int, or ValueError naming ``name`` unless it is an integer ≥ ``low``."""
-    if int(value) != value or value < low:
-        raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
-    return int(value)
-
-
-def _finite_non_negative(name: str, value, unit: str = "") -> float:
-    """``value`` as a float, or ValueError naming ``name`` (in ``unit``) unless it is finite and ≥ 0."""
-    if not (np.isfinite(value) and value >= 0.0):
-        raise ValueError(f"{name} must be finite and ≥ 0{unit}, got {value}")
-    return float(value)
-
-
-def _solver_name(name: str, value) -> str:
-    if value not in ("kkt", "gs"):
-        raise ValueError(f"{name} must be 'kkt' or 'gs', got {value!r}")
-    return value
-
-
-def _acceleration(name: str, value) -> np.ndarray:
-    g = np.asarray(value, dtype=float)
-    if g.shape != (3,) or not np.all(np.isfinite(g)):
-        raise ValueError(f"{name} must be a finite 3-vector in m/s², got {value!r}")
-    return g
-
-
-def _exp_body(q: np.ndarray, phi: np.ndarray) -> np.ndarray:
-    """``q·exp(φ)``: ``q`` turned by the body-frame rotation vector ``φ`` exactly (angle |φ|)."""
-    angle = np.linalg.norm(phi, axis=-1, keepdims=True)
-    half = 0.5 * angle
-    sinc = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5)
-    return quat.normalize(quat.multiply(q, np.concatenate((np.cos(half), sinc * phi), axis=-1)))
-
-
-def _log_body(q_old: np.ndarray, q_new: np.ndarray) -> np.ndarray:
-    """Body-frame rotation vector φ with ``q_new = q_old·exp(φ)`` on the short arc: the inverse of :func:`_exp_body`
-    (:func:`quaternion.body_rotation_vector` is 2 sin(|φ|/2) long, its inverse to first order only)."""
-    d = quat.multiply_conjugate(q_old, q_new)
-    d = np.where(d[..., :1] < 0.0, -d, d)
-    s = np.linalg.norm(d[..., 1:], axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, d[..., :1])
-    return d[..., 1:] * np.where(s > 1e-12, angle / np.where(s > 1e-12, s, 1.0), 2.0)
-
-
-class _Setting:
-    """A validated :class:`Simulator` parameter: kept as ``_<name>``, every assignment goes through
-    ``check(name, value)`` (a ValueError naming the parameter, or the value to keep)."""
-
-    def __init__(self, check: Callable[[str, Any], Any]):
-        self.check = check
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name, self.attr = name, "_" + name
-
-    def __get__(self, obj, owner=None) -> Any:
-        return self if obj is None else getattr(obj, self.attr)
-
-    def __set__(self, obj, value) -> None:
-        setattr(obj, self.attr, self.check(self.name, value))
-
-
-class NonFiniteStateError(FloatingPointError):
-    """A step produced NaN or inf; the simulator state was left as it was before the step."""
-
-
-@dataclass
-class StepReport:
-    iterations: int  # Newton (KKT) or Gauss–Seidel iterations taken
-    residual: float  # ‖C + α̃λ‖∞ at the end of the step (Chebyshev norm of b, Eq. 22)
-
-
 class Simulator:
-    """State and time stepping for one :class:`RodModel`.
+    """The stepper of one :class:`RodModel` (constant per topology), advancing its :class:`State`.
 
     Parameters: ``dt`` [s]; ``solver`` ``"kkt"`` (direct, Deul §4.2) or ``"gs"`` (XPBD Gauss–Seidel,
     Eq. 21); ``max_iterations`` per step; ``tolerance`` η on ``‖C + α̃λ‖∞`` (Algorithm 1, line 5);
@@ -115,20 +45,21 @@ class Simulator:
     numpy solvers; False: the numpy solvers), every joint kind included. ``integrator``: ``"euler"`` (XPBD's
     implicit Euler step, Macklin et al. 2016; first order, it damps a mode of frequency ω by ζ ≈ ωΔt/2) or
     ``"bdf2"`` (the two-step backward differentiation formula, second order, A- and L-stable: numerical
-    damping ζ ≈ (ωΔt)³/4, so a pendulum at Δt = 1/240 s keeps 99.4 % of its swing over 100 periods where
-    Euler keeps 0.4 %; see
-    :meth:`begin_step`). Both solve one implicit stage per step with the same Newton iterations and KKT
-    factorisation; the static equilibrium is the same for every Δt and iteration count. :meth:`set_damping_ratio`
-    sets ``damping`` from a damping ratio at a mode's frequency.
+    damping ζ ≈ (ωΔt)³/4; see :meth:`begin_step`, measured in docs/notes/integrator.md). Both solve one implicit
+    stage per step with the same Newton iterations and KKT factorisation; the static equilibrium is the same for
+    every Δt and iteration count. :meth:`set_damping_ratio` sets ``damping`` from a damping ratio at a mode's
+    frequency.
 
-    State arrays (world frame unless noted): ``positions`` (n, 3) [m], ``orientations`` (n, 4),
-    ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3) [rad/s, body frame], ``time`` [s].
-    External loads: ``forces``/``torques`` (n, 3) [N, N·m, world frame] persist between steps;
-    :meth:`add_point_load` applies a force at a point of a segment; ``force_fields`` are callables
-    ``f(sim) -> (forces (n, 3), torques (n, 3))`` evaluated every step (wind, later).
+    State arrays (world frame unless noted; :attr:`state` gets or sets them together as a :class:`State`):
+    ``positions`` (n, 3) [m], ``orientations`` (n, 4), ``velocities`` (n, 3) [m/s], ``angular_velocities`` (n, 3)
+    [rad/s, body frame], ``lam`` (m, 6), ``time`` [s]. External loads: ``forces``/``torques`` (n, 3) [N, N·m,
+    world frame] persist between steps; :meth:`add_point_load` applies a force at a point of a segment.
+    Hooks (:mod:`solver.core.hooks`): ``force_fields`` (:class:`~solver.core.hooks.ForceField`),
+    ``gs_constraints`` (:class:`~solver.core.hooks.ConstraintSet`), ``post_step``
+    (:class:`~solver.core.hooks.PostStepHook`); they read the step through :attr:`step_context`.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (the public keyword options, each validated by its setter)
         self,
         model: RodModel,
         dt: float = 1.0 / 60.0,
@@ -149,6 +80,8 @@ class Simulator:
         self.step_context = StepContext(self)  # what hooks read (solver/core/hooks.py)
         self._integrator = check_integrator("integrator", integrator)
         self._stage: float | None = None  # stage length of the open step (set by begin_step)
+        self._start: State | None = None  # the open step's start (set by begin_step)
+        self._stage_start: tuple[np.ndarray, np.ndarray] = (model.positions, model.orientations)  # x̂, q̂ of it
         self._history: tuple | None = None  # BDF2: the step before, and the state it left (see begin_step)
         self.dt = dt
         self.solver = solver
@@ -159,40 +92,29 @@ class Simulator:
         self.kinematic = kinematic
         self.compiled = compiled
         n = model.n_segments
-        self.positions = model.positions.copy()
-        self.orientations = model.orientations.copy()
-        self.velocities = np.zeros((n, 3))
-        self.angular_velocities = np.zeros((n, 3))
-        self.time = 0.0
+        rest = State.at_rest(model)
+        self.positions, self.orientations, self.velocities = rest.positions, rest.orientations, rest.velocities
+        self.angular_velocities, self.lam, self.time = rest.angular_velocities, rest.lam, rest.time
         self.forces = np.zeros((n, 3))
         self.torques = np.zeros((n, 3))
-        self._point_seg = np.zeros(0, np.int64)
-        self._point_local = np.zeros((0, 3))
-        self._point_force = np.zeros((0, 3))
+        self._point_loads = PointLoads(n)
         self.force_fields: list[ForceField] = []
-        # Gauss–Seidel constraint sets alternated with the joint solve (Deul Algorithm 1, lines 10–14):
-        # objects with begin_step(sim), project(sim) -> residual, end_step(sim) (loop closing, contacts).
-        self.gs_constraints: list = [LoopClosingConstraints(model)] if model.loops.n_joints else []
-        # callables f(sim) run after every step, between steps: they may change the topology
-        # (remove_joints; solver/core/fracture.py)
-        self.post_step: list = []
+        # Gauss–Seidel constraint sets alternated with the joint solve (Deul Algorithm 1, lines 10–14)
+        self.gs_constraints: list[ConstraintSet] = [LoopClosingConstraints(model)] if model.loops.n_joints else []
+        self.post_step: list[PostStepHook] = []  # run between steps: may change the topology (fracture)
 
         free = ~model.pinned
         self.free_index = np.flatnonzero(free)
         self._joint_structure()
-        mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
-        self._mass_diag_free = mass_diag[free]
-        self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
-        self._mass_diag = mass_diag  # M without the implicit drag term (see _implicit_force_damping)
+        self._mass_diag = np.concatenate((np.repeat(model.masses[:, None], 3, axis=1), model.inertia), axis=1)
+        self._use_mass(self._mass_diag)  # (M without the implicit drag term: see _implicit_force_damping)
         self._mass_augmented = False
         self.factor_reuse = 0
-        self.lam = np.zeros((model.n_joints, 6))
         self.last_report: StepReport | None = None
 
     def _joint_structure(self) -> None:
-        """Each joint's two segments as free-segment indices (−1: pinned), for the solvers, and the caches
-        that depend on the joints emptied (built again on first use): one place for the start and for
-        every topology change (:meth:`remove_joints`)."""
+        """Each joint's two segments as free-segment indices (−1: pinned), and the caches that depend on the joints
+        emptied (built again on first use): at the start and after every topology change (:meth:`remove_joints`)."""
         seg_to_free = np.full(self.model.n_segments, -1, dtype=np.int64)
         seg_to_free[self.free_index] = np.arange(self.free_index.size)
         self._seg_a = seg_to_free[self.model.joint_parent]
@@ -223,11 +145,26 @@ class Simulator:
         self.lam = self.lam[keep]
         self._joint_structure()
 
+    @property
+    def state(self) -> State:
+        """A copy of the current :class:`State` (pose, velocities, λ, time). Setting it (between steps) copies the
+        given state in: shapes must match the model ((n, 3), (n, 4), (n, 3), (n, 3), (m, 6))."""
+        now = State(self.positions, self.orientations, self.velocities, self.angular_velocities, self.lam, self.time)
+        return now.copy()
+
+    @state.setter
+    def state(self, value: State) -> None:
+        if self._step_open:
+            raise RuntimeError("state: only between steps")
+        for name, array in value.checked_arrays(self.model.n_segments, self.model.n_joints).items():
+            setattr(self, name, array)
+        self.time = float(value.time)
+
     # ------------------------------------------------------------------ parameters (validated)
-    solver = _Setting(_solver_name)  # "kkt" (direct) or "gs" (Gauss–Seidel)
-    max_iterations = _Setting(lambda name, value: _count(name, value, 1))
-    tolerance = _Setting(_finite_non_negative)  # η on ‖C + α̃λ‖∞
-    gravity = _Setting(_acceleration)  # m/s²
+    solver = Setting(solver_name)  # "kkt" (direct) or "gs" (Gauss–Seidel)
+    max_iterations = Setting(lambda name, value: count(name, value, 1))
+    tolerance = Setting(finite_non_negative)  # η on ‖C + α̃λ‖∞
+    gravity = Setting(acceleration)  # m/s²
 
     @property
     def damping(self) -> float:
@@ -237,7 +174,7 @@ class Simulator:
 
     @damping.setter
     def damping(self, value: float) -> None:
-        self._damping = _finite_non_negative("damping", value, " (1/s)")
+        self._damping = finite_non_negative("damping", value, " (1/s)")
         self._damping_ratio: tuple[float, float] | None = None
 
     def set_damping_ratio(self, zeta: float, frequency_hz: float) -> None:
@@ -266,9 +203,7 @@ class Simulator:
 
     @dt.setter
     def dt(self, value: float) -> None:
-        value = float(value)
-        if not (np.isfinite(value) and value > 0.0):
-            raise ValueError(f"dt must be a finite time step > 0 s, got {value}")
+        value = time_step("dt", value)
         if self._step_open:
             raise RuntimeError("dt: only between steps")
         self._dt = value
@@ -297,7 +232,7 @@ class Simulator:
         for ``"bdf2"`` (Δt for its first step, and after a change of Δt or of the state between steps)."""
         if self._step_open and self._stage is not None:
             return self._stage
-        return self._dt * 2.0 / 3.0 if self._bdf2_history() is not None else self._dt
+        return self._dt * 2.0 / 3.0 if self._bdf2_previous() is not None else self._dt
 
     @property
     def compiled(self) -> bool:
@@ -323,17 +258,14 @@ class Simulator:
         Jacobians and drag-augmented masses), refactored after k reuses, or at once after a reusing iteration
         contracted the residual by less than ``REUSE_CONTRACTION`` (see :meth:`step`). The right-hand side is
         always the current ``C + α̃λ``, so the constraints converge to the same tolerance and static
-        equilibria are the same. In motion the position update follows the Jacobians the iterations used
-        (Eq. 22 drops XPBD's momentum residual g, as exact Newton does too), so the path differs by the
-        Jacobian change times the constraint impulse: 0.05 % of the Deul cantilever's fall; on the white birch
-        in a 10 m/s wind ≤ 16 mm while the gust first bends it, 1.5 mm after 2 s (tests/test_factor_reuse.py,
-        benchmarks/live_fps.py). Meant for the live preview, where one iteration per frame is all the time
-        there is and the factorisation is its largest part."""
+        equilibria are the same; in motion the path differs by the Jacobian change times the constraint impulse
+        (measured in docs/notes/core.md). Meant for the live preview, where one iteration per frame is all the
+        time there is and the factorisation is its largest part."""
         return self._factor_reuse
 
     @factor_reuse.setter
     def factor_reuse(self, value: int) -> None:
-        self._factor_reuse = _count("factor_reuse", value, 0)
+        self._factor_reuse = count("factor_reuse", value, 0)
         self._factor_age = None
 
     @property
@@ -347,35 +279,18 @@ class Simulator:
         return self._alpha_tilde
 
     # ------------------------------------------------------------------ loads
-    def _check_segment(self, segment) -> int:
-        if isinstance(segment, (bool, np.bool_)) or int(segment) != segment or not 0 <= segment < self.model.n_segments:
-            raise ValueError(f"segment {segment!r} is not a segment index (0…{self.model.n_segments - 1})")
-        return int(segment)
-
     def add_point_load(self, segment: int, local_point, force) -> None:
         """Apply ``force`` [N, world frame] at ``local_point`` [m, segment frame] of ``segment`` every step."""
-        s = self._check_segment(segment)
-        p = np.asarray(local_point, dtype=float).reshape(3)
-        f = np.asarray(force, dtype=float).reshape(3)
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(f))):
-            raise ValueError(f"point load on segment {s}: point and force must be finite")
-        self._point_seg = np.append(self._point_seg, s)
-        self._point_local = np.vstack((self._point_local, p))
-        self._point_force = np.vstack((self._point_force, f))
+        self._point_loads.add(segment, local_point, force)
 
     def clear_point_loads(self) -> None:
-        self._point_seg = np.zeros(0, np.int64)
-        self._point_local = np.zeros((0, 3))
-        self._point_force = np.zeros((0, 3))
+        self._point_loads.clear()
 
     def external_loads(self):
         """Total external force [N] and torque [N·m] per segment, world frame, at the current pose."""
         f = self.forces + self.model.masses[:, None] * self.gravity
         t = self.torques.copy()
-        if self._point_seg.size:
-            arm = quat.rotate(self.orientations[self._point_seg], self._point_local)
-            np.add.at(f, self._point_seg, self._point_force)
-            np.add.at(t, self._point_seg, np.cross(arm, self._point_force))
+        self._point_loads.add_to(self.orientations, f, t)
         for field in self.force_fields:
             ff, tt = field(self)
             f = f + ff
@@ -384,59 +299,46 @@ class Simulator:
 
     # ------------------------------------------------------------------ Algorithm 1
     def _implicit_force_damping(self) -> None:
-        """Linearly implicit velocity-dependent forces (aerodynamic drag, solver/air/drag.py): a force field with an
-        ``implicit_damping`` array (n, 6) [kg/s world; kg·m²/s body axes], bounding −∂f/∂v after its call, adds
-        Δt times it to this step's mass in the prediction and the KKT solve: (M + Δt D)(v' − v) = Δt f(v) +
-        constraint impulses. Stable for light leaves in strong wind; the static equilibrium is unchanged."""
+        """Linearly implicit drag (:class:`~solver.core.hooks.ForceField`'s ``implicit_damping`` D): this step's mass
+        in the prediction and the KKT solve is M + h D, (M + h D)(v' − v) = h f(v) + constraint impulses."""
         d = [dmp for fld in self.force_fields if (dmp := getattr(fld, "implicit_damping", None)) is not None]
         if not d and not self._mass_augmented:
             return
-        md = self._mass_diag + self.stage_dt * np.sum(d, axis=0) if d else self._mass_diag
-        free = ~self.model.pinned
-        self._mass_diag_free = md[free]
-        self._inv_mass_diag = np.where(free[:, None], 1.0 / md, 0.0)
+        self._use_mass(self._mass_diag + self.stage_dt * np.sum(d, axis=0) if d else self._mass_diag)
         self._mass_augmented = bool(d)
 
-    def _bdf2_history(self) -> tuple | None:
-        """BDF2's previous step (x, q, v, ω at t − Δt) if ``integrator`` is ``"bdf2"`` and it still applies: same
-        Δt, and the state is the one that step left (not set by the caller between steps, e.g. velocities zeroed)."""
-        if self._integrator != "bdf2" or self._history is None:
+    def _use_mass(self, mass_diag: np.ndarray) -> None:
+        """Solve with the mass diagonal ``mass_diag`` (n, 6): its free rows and every segment's inverse (0: pinned)."""
+        free = ~self.model.pinned
+        self._mass_diag_free = mass_diag[free]
+        self._inv_mass_diag = np.where(free[:, None], 1.0 / mass_diag, 0.0)
+
+    def _bdf2_previous(self) -> State | None:
+        """BDF2's state before the last step if ``integrator`` is ``"bdf2"`` and it still applies: same Δt, and the
+        state is the one that step left (not set by the caller between steps, e.g. velocities zeroed)."""
+        if self._integrator != "bdf2":
             return None
-        previous, dt, left = self._history
         now = (self.positions, self.orientations, self.velocities, self.angular_velocities)
-        if dt != self._dt or not all(a is b or np.array_equal(a, b) for a, b in zip(now, left, strict=True)):
-            return None
-        return previous
+        return bdf2.history_applies(self._history, now, self._dt)
 
     def begin_step(self) -> None:
         """Lines 1–4: predict positions and orientations (with the gyroscopic term), λ ← 0.
 
-        ``"euler"``: from (x_n, v_n) over the stage h = Δt (XPBD, Macklin et al. 2016). ``"bdf2"``: the two-step
-        backward differentiation formula x_{n+1} − x̂ = h v_{n+1}, v_{n+1} − v̂ = h a(x_{n+1}) with h = 2Δt/3,
-        x̂ = (4x_n − x_{n−1})/3, v̂ = (4v_n − v_{n−1})/3 (Hairer & Wanner, *Solving ODEs II*, §V.1) is the same
-        implicit stage as XPBD's step, started from (x̂, v̂) instead of (x_n, v_n): the prediction, the Newton
-        iterations on Eq. 22 with α̃ = α/h² and the velocities (x_{n+1} − x̂)/h are unchanged. Orientations on the
-        group: q̂ = q_n·exp(φ/3), φ the body rotation from q_{n−1} to q_n; ω̂ = (4ω_n − ω_{n−1})/3 (body frame).
-        The first step, and a step after Δt or the state was changed by the caller, is an Euler step."""
-        self._saved = (
-            self.positions.copy(),
-            self.orientations.copy(),
-            self.velocities.copy(),
-            self.angular_velocities.copy(),
-            self.time,
-        )
-        previous = self._bdf2_history()
+        ``"euler"``: from (x_n, v_n) over the stage h = Δt (XPBD, Macklin et al. 2016). ``"bdf2"``: the same implicit
+        stage over h = 2Δt/3, started from (x̂, v̂) instead of (x_n, v_n) (:mod:`solver.core.bdf2`): the prediction,
+        the Newton iterations on Eq. 22 with α̃ = α/h² and the velocities (x_{n+1} − x̂)/h are unchanged. The first
+        step, and a step after Δt or the state was changed by the caller, is an Euler step."""
+        x, q, v, w = (a.copy() for a in (self.positions, self.orientations, self.velocities, self.angular_velocities))
+        self._start = State(x, q, v, w, self.lam, self.time)  # (λ is replaced, not changed: λ ← 0)
+        previous = self._bdf2_previous()
         if previous is None:
             x0, q0, v0, w0 = self.positions, self.orientations, self.velocities, self.angular_velocities
             self._stage = self._dt
         else:
-            xp, qp, vp, wp = previous
-            x0 = (4.0 * self.positions - xp) / 3.0
-            q0 = _exp_body(self.orientations, _log_body(qp, self.orientations) / 3.0)
-            v0 = (4.0 * self.velocities - vp) / 3.0
-            w0 = (4.0 * self.angular_velocities - wp) / 3.0
+            x0, q0, v0, w0 = bdf2.stage_start(
+                self.positions, self.orientations, self.velocities, self.angular_velocities, previous
+            )
             self._stage = self._dt * 2.0 / 3.0
-        dt = self._stage
         self._step_open = True  # from here on step_context describes this step (force fields are evaluated next)
         try:
             f, t = self.external_loads()
@@ -444,6 +346,16 @@ class Simulator:
             self._step_open = False
             raise
         self._implicit_force_damping()
+        self._predict(x0, q0, v0, w0, f, t)
+        self.lam = np.zeros((self.model.n_joints, 6))
+        for constraint_set in self.gs_constraints:
+            constraint_set.begin_step(self)
+
+    def _predict(self, x0, q0, v0, w0, f, t) -> None:
+        """Line 2: x = x̂ + h v, q turned by h ω, with v = v̂ + h M⁻¹ f and ω = ω̂ + h I⁻¹ (τ − ω × Iω) (body frame);
+        the driven pinned segments placed where ``kinematic`` says at the step's end."""
+        dt = self._stage
+        assert dt is not None  # (set by begin_step)
         free = ~self.model.pinned
         inv_m = self._inv_mass_diag
         v = v0 + dt * f * inv_m[:, :3]
@@ -455,9 +367,8 @@ class Simulator:
         else:
             np.negative(gyro, out=gyro)
         w = w + dt * inv_m[:, 3:] * gyro
-        self._x_prev = np.array(x0, dtype=float)
-        self._q_prev = np.array(q0, dtype=float)
-        x, q = self._x_prev.copy(), self._q_prev.copy()
+        self._stage_start = (np.array(x0, dtype=float), np.array(q0, dtype=float))
+        x, q = self._stage_start[0].copy(), self._stage_start[1].copy()
         fr = self._free_rows()
         x[fr] += dt * v[fr]
         # BDF2 turns by exp and reads the rotation back by its inverse: integrate_body and body_rotation_vector
@@ -468,9 +379,6 @@ class Simulator:
             x[~free] = np.asarray(kp, dtype=float).reshape(-1, 3)
             q[~free] = quat.normalize(np.asarray(kq, dtype=float).reshape(-1, 4))
         self.positions, self.orientations = x, q
-        self.lam = np.zeros((self.model.n_joints, 6))
-        for constraint_set in self.gs_constraints:
-            constraint_set.begin_step(self)
 
     def constraint_residual(self) -> np.ndarray:
         """``C(x) + α̃λ`` per joint (m, 6): −b of Eq. 22."""
@@ -510,10 +418,8 @@ class Simulator:
 
     def iterate(self, solver: str | None = None) -> float:
         """One solver iteration: the tree joints (lines 6–9 for ``"kkt"``, an Eq. 21 sweep for ``"gs"``), then one
-        Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). With ``"kkt"``, a set whose
-        ``solves_joints`` is true this iteration solves the joints together with its rows, and the joint-only step
-        is skipped. Returns the iteration's residual:
-        the max of the joints' ``‖C + α̃λ‖∞`` after the iteration and of the residuals the sets report."""
+        Gauss–Seidel sweep of every set in ``gs_constraints`` (lines 10–14). Returns the max of the joints'
+        ``‖C + α̃λ‖∞`` after the iteration and of the residuals the sets report."""
         solver = self.solver if solver is None else solver
         if solver not in ("kkt", "gs"):
             raise ValueError(f"solver must be 'kkt' or 'gs', got {solver!r}")
@@ -527,15 +433,8 @@ class Simulator:
         elif self.model.n_joints:
             if self._colours is None:
                 self._colours = colour_joints(self._seg_a, self._seg_b)
-            gauss_seidel_iteration(
-                self.model,
-                self.positions,
-                self.orientations,
-                self.lam,
-                self.alpha_tilde,
-                self._inv_mass_diag,
-                self._colours,
-            )
+            state = (self.positions, self.orientations, self.lam)
+            gauss_seidel_iteration(self.model, *state, self.alpha_tilde, self._inv_mass_diag, self._colours)
         if kkt_residual is not None and not self.gs_constraints:
             # the compiled iteration's residual is at the pose and λ it left, which nothing has moved since (the
             # residual() call would hash them again to find that out: 0.7 ms of 40 on 100k segments)
@@ -611,28 +510,21 @@ class Simulator:
     def end_step(self) -> None:
         """Lines 16–17: velocities from the position change over the stage; damping; finiteness check."""
         dt = self._stage if self._stage is not None else self._dt
-        v = (self.positions - self._x_prev) / dt
-        w = (_log_body if self._integrator == "bdf2" else quat.body_rotation_vector)(
-            self._q_prev, self.orientations
-        ) / dt
+        x_hat, q_hat = self._stage_start
+        v = (self.positions - x_hat) / dt
+        w = (_log_body if self._integrator == "bdf2" else quat.body_rotation_vector)(q_hat, self.orientations) / dt
         if self.damping > 0.0:
             # BDF2: v_{n+1} = e^(−c h)(4v_n − v_{n−1})/3 decays as e^(−c·3h/2) = e^(−cΔt) per step, as Euler's
             decay = np.exp(-self.damping * dt)
             v *= decay
             w *= decay
-        state = (self.positions, self.orientations, v, w)
-        # one sum per array is a cheap test (NaN and inf propagate); only a failed test looks for the segment
-        if not np.isfinite(sum(float(np.sum(arr)) for arr in state)):
-            finite = np.ones(self.model.n_segments, bool)
-            for arr in state:
-                finite &= np.all(np.isfinite(arr), axis=1)
-            if not np.all(finite):
-                bad = int(np.flatnonzero(~finite)[0])
-                self._restore()
-                raise NonFiniteStateError(
-                    f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
-                    "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)"
-                )
+        bad = first_non_finite((self.positions, self.orientations, v, w))
+        if bad is not None:
+            self._restore()
+            raise NonFiniteStateError(
+                f"the step at t = {self.time:.6g} s produced a non-finite pose or velocity for segment {bad}; "
+                "state restored to before the step (reduce dt, raise stiffness compliance, or check loads)"
+            )
         self.velocities, self.angular_velocities = v, w
         for constraint_set in self.gs_constraints:  # velocity corrections (friction, restitution); time = step start
             constraint_set.end_step(self)
@@ -641,10 +533,14 @@ class Simulator:
         self._stage = None
         if self._integrator == "bdf2":
             left = (self.positions, self.orientations, self.velocities, self.angular_velocities)
-            self._history = (self._saved[:4], self._dt, tuple(a.copy() for a in left))
+            self._history = (self._start, self._dt, tuple(a.copy() for a in left))
 
     def _restore(self) -> None:
-        (self.positions, self.orientations, self.velocities, self.angular_velocities, self.time) = self._saved
+        """The state at the open step's start again (λ = 0, as before a step's first iteration)."""
+        start = self._start
+        assert start is not None  # (a step is open)
+        self.positions, self.orientations = start.positions, start.orientations
+        self.velocities, self.angular_velocities, self.time = start.velocities, start.angular_velocities, start.time
         self.lam = np.zeros((self.model.n_joints, 6))
         self._step_open = False
         self._stage = None
@@ -692,16 +588,9 @@ class Simulator:
 
     def kinetic_energy(self, segments=None) -> float:
         """Kinetic energy [J] of the free segments, or of the free ones among ``segments`` ((n,) bool mask)."""
-        m = self.model
-        free = ~m.pinned if segments is None else ~m.pinned & np.asarray(segments, bool)
-        lin = 0.5 * np.sum(m.masses[free] * np.sum(self.velocities[free] ** 2, axis=1))
-        ang = 0.5 * np.sum(m.inertia[free] * self.angular_velocities[free] ** 2)
-        return float(lin + ang)
+        return kinetic_energy(self.model, self.velocities, self.angular_velocities, segments)
 
-    def momentum(self):
+    def momentum(self) -> tuple[np.ndarray, np.ndarray]:
         """Total linear [kg·m/s] and angular momentum about the origin [kg·m²/s] of the free segments."""
-        m = self.model
-        free = ~m.pinned
-        p = m.masses[free, None] * self.velocities[free]
-        l_spin = quat.rotate(self.orientations[free], m.inertia[free] * self.angular_velocities[free])
-        return p.sum(axis=0), (np.cross(self.positions[free], p) + l_spin).sum(axis=0)
+        now = State(self.positions, self.orientations, self.velocities, self.angular_velocities, self.lam, self.time)
+        return momentum(self.model, now)

@@ -9,12 +9,13 @@ from .dlo import DLORod
 from .integrators import INTEGRATORS, get_integrator
 from .paobcr import PaOBCRRod
 from .pber import PBERRod
-from .rod_interface import PolylineRod
+from .rod_interface import PolylineRod, RodSettings
 from .rod_models import ROD_MODELS, StiffRod, make_rod
-from .rod_set import RodSet
+from .rod_set import RodSet, RodSetOptions
 
 __all__ = [
     "PolylineRod",
+    "RodSettings",
     "PaOBCRRod",
     "PBERRod",
     "DLORod",
@@ -24,4 +25,5 @@ __all__ = [
     "INTEGRATORS",
     "get_integrator",
     "RodSet",
+    "RodSetOptions",
 ]

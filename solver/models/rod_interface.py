@@ -15,6 +15,9 @@ A pinned end clamps its end edge (both end points and the edge's frame).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..core import quaternion as quat
@@ -74,12 +77,59 @@ def axis_angle(axis, angle) -> np.ndarray:
     return np.concatenate(([np.cos(0.5 * angle)], np.sin(0.5 * angle) * a))
 
 
+@dataclass(frozen=True)
+class RodSettings:
+    """The keyword settings every rod model takes: ``pinned`` ends (``"start"`` and/or ``"end"``: the end edge
+    clamped), intrinsic ``twist_rate`` [rad/m], solver ``iterations`` per step, ``gravity`` [m/s²] and mass
+    ``damping`` [1/s]."""
+
+    pinned: Any = ("start",)
+    twist_rate: float = 0.0
+    iterations: int = 10
+    gravity: Any = (0.0, 0.0, -9.81)
+    damping: float = 0.0
+
+
+def _point_radii(radius, k: int) -> np.ndarray:
+    """The radius [m] at each of ``k`` points (a scalar broadcast), checked finite and > 0."""
+    rad = np.asarray(radius, dtype=float)
+    try:
+        rad = np.broadcast_to(rad, (k,)).copy()
+    except ValueError:
+        raise ValueError(f"radius: expected a scalar or one value per point ({k}), got shape {rad.shape}") from None
+    bad = np.flatnonzero(~(np.isfinite(rad) & (rad > 0.0)))
+    if bad.size:
+        raise ValueError(f"radius[{int(bad[0])}] must be finite and > 0, got {rad[bad[0]]}")
+    return rad
+
+
+def _checked_settings(settings: RodSettings) -> tuple[set, np.ndarray]:
+    """``(pinned ends, gravity (3,))`` of ``settings``, every setting checked."""
+    pinned, twist_rate, iterations = settings.pinned, settings.twist_rate, settings.iterations
+    gravity, damping = settings.gravity, settings.damping
+    ends = {pinned} if isinstance(pinned, str) else set(pinned)
+    unknown = ends - set(ENDS)
+    if unknown:
+        raise ValueError(f"pinned: unknown end(s) {sorted(unknown)}; use 'start' and/or 'end'")
+    if not np.isfinite(twist_rate):
+        raise ValueError(f"twist_rate must be finite (rad/m), got {twist_rate!r}")
+    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
+        raise ValueError(f"iterations must be an integer ≥ 1, got {iterations!r}")
+    g = np.asarray(gravity, dtype=float)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise ValueError(f"gravity must be a finite 3-vector in m/s², got {gravity!r}")
+    if not (np.isfinite(damping) and damping >= 0.0):
+        raise ValueError(f"damping must be finite and ≥ 0 (1/s), got {damping!r}")
+    return ends, g
+
+
 class PolylineRod:
     """Validated inputs, material arrays and clamp driving shared by every rod model.
 
-    Attributes set here: ``rest_points`` (K, 3), ``lengths`` (n,) [m] per edge, ``point_radius`` (K,)
-    and ``edge_radius`` (n,) [m], ``frames`` (n, 4) rest material frames, ``edge_mass`` (n,) [kg]
-    (solid cylinders ρπr²l), ``bend_twist_stiffness`` (n-1, 3) = (E I1, E I2, G J) [N·m²] at the
+    ``settings``: the fields of :class:`RodSettings` as keywords (``pinned``, ``twist_rate``, ``iterations``,
+    ``gravity``, ``damping``). Attributes set here: ``rest_points`` (K, 3), ``lengths`` (n,) [m] per edge,
+    ``point_radius`` (K,) and ``edge_radius`` (n,) [m], ``frames`` (n, 4) rest material frames, ``edge_mass``
+    (n,) [kg] (solid cylinders ρπr²l), ``bend_twist_stiffness`` (n-1, 3) = (E I1, E I2, G J) [N·m²] at the
     interior points (Deul Eq. 5), ``joint_lengths`` (n-1,) [m] (mean of the two edges; half the
     free edge next to a clamped end),
     ``pinned_ends`` (set of "start"/"end"), ``time`` [s].
@@ -94,23 +144,12 @@ class PolylineRod:
         youngs_modulus: float,
         torsion_modulus: float | None = None,
         density: float = 1000.0,
-        *,
-        pinned=("start",),
-        twist_rate: float = 0.0,
-        iterations: int = 10,
-        gravity=(0.0, 0.0, -9.81),
-        damping: float = 0.0,
+        **settings: Any,
     ):
+        opts = RodSettings(**settings)
         pts, lengths = check_polyline(points)
         k = pts.shape[0]
-        rad = np.asarray(radius, dtype=float)
-        try:
-            rad = np.broadcast_to(rad, (k,)).copy()
-        except ValueError:
-            raise ValueError(f"radius: expected a scalar or one value per point ({k}), got shape {rad.shape}") from None
-        bad = np.flatnonzero(~(np.isfinite(rad) & (rad > 0.0)))
-        if bad.size:
-            raise ValueError(f"radius[{int(bad[0])}] must be finite and > 0, got {rad[bad[0]]}")
+        rad = _point_radii(radius, k)
         self.youngs_modulus = _finite_positive("youngs_modulus", youngs_modulus)
         self.torsion_modulus = (
             self.youngs_modulus / 2.6
@@ -118,29 +157,17 @@ class PolylineRod:
             else _finite_positive("torsion_modulus", torsion_modulus)
         )
         self.density = _finite_positive("density", density)
-        ends = {pinned} if isinstance(pinned, str) else set(pinned)
-        unknown = ends - set(ENDS)
-        if unknown:
-            raise ValueError(f"pinned: unknown end(s) {sorted(unknown)}; use 'start' and/or 'end'")
-        if not np.isfinite(twist_rate):
-            raise ValueError(f"twist_rate must be finite (rad/m), got {twist_rate!r}")
-        if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
-            raise ValueError(f"iterations must be an integer ≥ 1, got {iterations!r}")
-        g = np.asarray(gravity, dtype=float)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"gravity must be a finite 3-vector in m/s², got {gravity!r}")
-        if not (np.isfinite(damping) and damping >= 0.0):
-            raise ValueError(f"damping must be finite and ≥ 0 (1/s), got {damping!r}")
+        ends, g = _checked_settings(opts)
         self.rest_points = pts
         self.lengths = lengths
         self.point_radius = rad
         self.edge_radius = 0.5 * (rad[:-1] + rad[1:])
         self.pinned_ends = ends
-        self.twist_rate = float(twist_rate)
-        self.iterations = int(iterations)
+        self.twist_rate = float(opts.twist_rate)
+        self.iterations = int(opts.iterations)
         self.gravity = g
-        self.damping = float(damping)
-        self.frames = edge_frames(pts, twist_rate)
+        self.damping = float(opts.damping)
+        self.frames = edge_frames(pts, opts.twist_rate)
         self.edge_mass = self.density * np.pi * self.edge_radius**2 * lengths
         i1, i2, j = cross_section_moments(np.repeat(rad[1:-1, None], 2, axis=1))
         self.bend_twist_stiffness = np.stack(

@@ -20,94 +20,104 @@ integration of stiff rods is what the seed shows to be impractical.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..core import quaternion as quat
 from ..core.timestep import NonFiniteStateError, StepReport
-from .rod_interface import edge_frames
+from .rod_interface import PolylineRod, edge_frames
 from .rod_models import ROD_MODELS, make_rod
 
 EXPLICIT = ("dlo",)
 
 
+@dataclass(frozen=True)
+class RodSetOptions:
+    """How :class:`RodSet` makes and steps its rods: materials ``youngs_modulus``, ``torsion_modulus`` [Pa] and
+    ``density`` [kg/m³]; ``pin_start``: clamp each rod's first edge; ``iterations`` per step for the
+    position-based models; step ``dt`` [s]; ``gravity`` [m/s²]; ``damping`` [1/s]; for explicit models the
+    substep's fraction ``courant`` of the stable step 2/ω_max and the most substeps ``max_substeps`` allowed."""
+
+    youngs_modulus: float
+    torsion_modulus: float
+    density: float
+    pin_start: bool = True
+    iterations: int = 5
+    dt: float = 1.0 / 48.0
+    gravity: Any = (0.0, 0.0, -9.81)
+    damping: float = 0.0
+    courant: float = 0.5
+    max_substeps: int = 2000
+
+
 class RodSet:
     """Rods of model ``kind`` for the branches of ``model`` (``branches``: list of (points (K, 3) [m], radii
     (K,) [m]); ``span_segment``: per branch the model's segment index of each span, as in
-    ``tree_builder.BranchMap``). Materials [Pa, kg/m³]; ``pin_start``: clamp each rod's first edge;
-    ``iterations`` per step for the position-based models; ``gravity`` [m/s²]; ``damping`` [1/s].
+    ``tree_builder.BranchMap``). ``options``: the fields of :class:`RodSetOptions` as keywords (materials
+    required).
 
     Simulator-like: ``dt`` [s], ``positions`` (n, 3), ``orientations`` (n, 4), ``time`` [s], ``step()``
     → :class:`~solver.core.timestep.StepReport` (iterations per step; residual: the largest of the rods' own
     convergence measures), ``max_iterations``.
     """
 
-    def __init__(
-        self,
-        kind: str,
-        model,
-        branches,
-        span_segment,
-        *,
-        youngs_modulus: float,
-        torsion_modulus: float,
-        density: float,
-        pin_start: bool = True,
-        iterations: int = 5,
-        dt: float = 1.0 / 48.0,
-        gravity=(0.0, 0.0, -9.81),
-        damping: float = 0.0,
-        courant: float = 0.5,
-        max_substeps: int = 2000,
-    ):
+    def __init__(self, kind: str, model, branches, span_segment, **options: Any):
+        opts = RodSetOptions(**options)
         if kind not in ROD_MODELS:
             raise ValueError(f"rod model must be one of {sorted(ROD_MODELS)}, got {kind!r}")
         if len(branches) != len(span_segment):
             raise ValueError(f"{len(branches)} branches but {len(span_segment)} span lists")
         self.kind = kind
-        self.max_iterations = int(iterations)
-        self.dt = float(dt)
+        self.max_iterations = int(opts.iterations)
+        self.dt = float(opts.dt)
         self.time = 0.0
         self.positions = np.array(model.positions, dtype=float)
         self.orientations = np.array(model.orientations, dtype=float)
-        self.rods, self._segments, self._offset = [], [], []
+        self.rods: list[PolylineRod] = []
+        self._segments: list[np.ndarray] = []
+        self._offset: list[np.ndarray] = []  # per rod: its rest frames → the model segments' rest orientations
         for b, ((points, radii), segs) in enumerate(zip(branches, span_segment, strict=True)):
-            segs = np.asarray(segs, dtype=np.int64)
-            points = np.asarray(points, dtype=float)
-            if points.shape[0] - 1 != segs.size:
-                raise ValueError(f"branch {b}: {points.shape[0] - 1} spans but {segs.size} segments")
-            if points.shape[0] < 3:
-                raise ValueError(
-                    f"branch {b}: the {kind} model needs at least 3 points (2 edges), got "
-                    f"{points.shape[0]}; lower the Segment Length"
-                )
-            rod = make_rod(
-                kind,
-                points,
-                np.asarray(radii, dtype=float),
-                youngs_modulus,
-                torsion_modulus,
-                density,
-                pinned=("start",) if pin_start else (),
-                iterations=self.max_iterations,
-                gravity=gravity,
-                damping=damping,
-            )
-            self.rods.append(rod)
-            self._segments.append(segs)
-            # rest frame → the model segment's rest orientation
-            self._offset.append(quat.multiply(quat.conjugate(edge_frames(points)), self.orientations[segs]))
+            self._add_rod(b, np.asarray(points, dtype=float), radii, np.asarray(segs, dtype=np.int64), opts)
         self._substep_limit = math.inf
         if kind in EXPLICIT and self.rods:
             omega = max(math.sqrt(_max_eigenvalue_bound(r)) for r in self.rods)
-            self._substep_limit = courant * 2.0 / omega
-            if self.substeps > max_substeps:
+            self._substep_limit = opts.courant * 2.0 / omega
+            if self.substeps > opts.max_substeps:
                 raise ValueError(
                     f"the {kind} model would need {self.substeps} explicit substeps per {self.dt:.4g} s "
                     f"step for this material (stable step {self._substep_limit:.3g} s; more than "
-                    f"{max_substeps}): use a softer material, thicker or longer segments, or a "
+                    f"{opts.max_substeps}): use a softer material, thicker or longer segments, or a "
                     "position-based model"
                 )
+
+    def _add_rod(self, b: int, points: np.ndarray, radii, segs: np.ndarray, opts: RodSetOptions) -> None:
+        """The rod of branch ``b`` (polyline ``points``, ``radii``) carried by the model segments ``segs``."""
+        kind = self.kind
+        if points.shape[0] - 1 != segs.size:
+            raise ValueError(f"branch {b}: {points.shape[0] - 1} spans but {segs.size} segments")
+        if points.shape[0] < 3:
+            raise ValueError(
+                f"branch {b}: the {kind} model needs at least 3 points (2 edges), got "
+                f"{points.shape[0]}; lower the Segment Length"
+            )
+        rod = make_rod(
+            kind,
+            points,
+            np.asarray(radii, dtype=float),
+            opts.youngs_modulus,
+            opts.torsion_modulus,
+            opts.density,
+            pinned=("start",) if opts.pin_start else (),
+            iterations=self.max_iterations,
+            gravity=opts.gravity,
+            damping=opts.damping,
+        )
+        self.rods.append(rod)
+        self._segments.append(segs)
+        # rest frame → the model segment's rest orientation
+        self._offset.append(quat.multiply(quat.conjugate(edge_frames(points)), self.orientations[segs]))
 
     @property
     def substeps(self) -> int:

@@ -1,5 +1,5 @@
 """A user's animation comes through Bake and Free Bake unchanged on Blender 4.4+ (slotted actions), run by
-tests/test_blender_animation_kept.py with a bpy module (4.4+) and the extension zip it takes:
+tests/blender/test_blender_animation_kept.py with a bpy module (4.4+) and the extension zip it takes:
 
     python animation_kept.py EXTENSION_ZIP
 

@@ -1,5 +1,5 @@
 """Bad input inside real Blender: every operator must report a clear ERROR and change nothing
-(run by tests/test_blender_bad_input.py).
+(run by tests/blender/test_blender_bad_input.py).
 
     blender -b --factory-startup --python bad_input.py -- LEGACY_ZIP
 

@@ -1,5 +1,5 @@
-"""Trees and rods on a moving carrier, played back without the add-on (run by tests/test_blender_carrier.py
-and, with the scene's unit scale, tests/test_blender_units.py).
+"""Trees and rods on a moving carrier, played back without the add-on (run by tests/blender/test_blender_carrier.py
+and, with the scene's unit scale, tests/blender/test_blender_units.py).
 
     blender -b --factory-startup --python carrier.py -- LEGACY_ZIP PARAMS_JSON
     python carrier.py bpy5 EXTENSION_ZIP PARAMS_JSON      (the bpy 5 module: the rods; it has no Sapling)

@@ -1,4 +1,4 @@
-"""The compatibility set, the same on every Blender of the test matrix (run by tests/test_blender_matrix.py).
+"""The compatibility set, the same on every Blender of the test matrix (run by tests/blender/test_blender_matrix.py).
 
     blender -b --factory-startup --python compat_set.py -- run ZIP WORK      (Blender 3.4, the legacy zip)
     PYTHON compat_set.py run ZIP WORK                                         (the bpy module, the extension zip)

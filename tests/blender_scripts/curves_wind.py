@@ -1,4 +1,4 @@
-"""Curves, pins and wind inside real Blender (run by tests/test_blender_curves_wind.py).
+"""Curves, pins and wind inside real Blender (run by tests/blender/test_blender_curves_wind.py).
 
     blender -b --factory-startup --python curves_wind.py -- LEGACY_ZIP
 

@@ -1,4 +1,4 @@
-"""End-to-end check inside real Blender, in two phases (run by tests/test_blender_e2e.py).
+"""End-to-end check inside real Blender, in two phases (run by tests/blender/test_blender_e2e.py).
 
     blender -b --factory-startup --python e2e_sapling.py -- bake PRESET OUT_DIR FRAMES ZIP
         Installs the legacy add-on ZIP the way a user does (Preferences > Add-ons > Install; the caller

@@ -1,4 +1,4 @@
-"""One forest baked four ways with the bpy module (run by tests/test_forest.py with the venv's Python):
+"""One forest baked four ways with the bpy module (run by tests/blender/test_forest.py with the venv's Python):
 
     python forest_bake.py FOREST.blend WORK_DIR
 
@@ -35,11 +35,12 @@ def diffs(serial, records) -> dict:
     import numpy as np
 
     out = {}
-    for name, ref in serial.items():
+    for name, ref_record in serial.items():
         rec = records.get(name)
         if rec is None:
             out[name] = None
             continue
+        ref, rec = ref_record.to_dict(), rec.to_dict()  # the BakeRecords' arrays by their names on disk
         out[name] = {
             k: float(np.nanmax(np.abs(rec[k] - ref[k]))) if rec[k].shape == ref[k].shape else "shape"
             for k in ARRAYS
@@ -151,8 +152,9 @@ def main():
     names = [t.name for t in found.trees]
     result = {"trees": names, "ignored": [r.name for r in found.ignored], "refused": [r.name for r in found.refused]}
     serial = {n: forest.bake_tree(scene, n, start, end) for n in names}
-    result["serial_shapes"] = {n: {k: list(r[k].shape) for k in ARRAYS if k in r} for n, r in serial.items()}
-    result["added_bones"] = {n: len(r["plan_names"]) for n, r in serial.items() if r["kind"] == "armature"}
+    arrays = {n: r.to_dict() for n, r in serial.items()}
+    result["serial_shapes"] = {n: {k: list(r[k].shape) for k in ARRAYS if k in r} for n, r in arrays.items()}
+    result["added_bones"] = {n: len(r.plan_names) for n, r in serial.items() if r.kind == "armature"}
     result["tails"] = reference_tails(bpy, scene, Session, wind, names, start, end)
 
     pool_dir = os.path.join(work, "pool_cache")

@@ -1,4 +1,5 @@
-"""Bake, Free Bake and Convert on many trees at once, in Blender 3.4 (run by tests/test_blender_forest_panel.py):
+"""Bake, Free Bake and Convert on many trees at once, in Blender 3.4
+(run by tests/blender/test_blender_forest_panel.py):
 
     blender -b --factory-startup --python forest_panel.py -- LEGACY_ZIP FOREST.blend WORK_DIR
 

@@ -1,4 +1,4 @@
-"""A forest bake from the N-panel in a window (run by tests/test_blender_forest_panel_gui.py under Xvfb):
+"""A forest bake from the N-panel in a window (run by tests/blender/test_blender_forest_panel_gui.py under Xvfb):
 
     xvfb-run blender --factory-startup --enable-event-simulate --python forest_panel_gui.py -- ZIP FOREST.blend WORK
 

@@ -1,4 +1,4 @@
-"""The process pool inside Blender 3.4 with the legacy add-on installed (run by tests/test_forest.py):
+"""The process pool inside Blender 3.4 with the legacy add-on installed (run by tests/blender/test_forest.py):
 
     blender -b --factory-startup --python forest_pool34.py -- LEGACY_ZIP FOREST.blend WORK_DIR
 

@@ -1,5 +1,5 @@
 """Play a baked forest back with plain Blender (the bpy module, Stiff Rods not loaded; run by
-tests/test_forest.py):
+tests/blender/test_forest.py):
 
     python forest_replay.py BAKED.blend
 

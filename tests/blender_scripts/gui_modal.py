@@ -1,4 +1,4 @@
-"""The modal operators in a real Blender window (run by tests/test_blender_gui.py under Xvfb).
+"""The modal operators in a real Blender window (run by tests/blender/test_blender_gui.py under Xvfb).
 
     xvfb-run blender --factory-startup --enable-event-simulate --python gui_modal.py -- LEGACY_ZIP
 

@@ -1,5 +1,5 @@
 """Unusual scene inputs: the result is right (checked with numbers) or refused by name with the scene unchanged
-(run by tests/test_blender_inputs.py; the table is docs/scene_inputs.md).
+(run by tests/blender/test_blender_inputs.py; the table is docs/scene_inputs.md).
 
     blender -b --factory-startup --python inputs.py -- LEGACY_ZIP OUT_DIR
     python inputs.py bpy5 EXTENSION_ZIP OUT_DIR        (the bpy 5 module: the cases that need no Sapling)

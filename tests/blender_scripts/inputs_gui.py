@@ -1,4 +1,4 @@
-"""Unusual inputs that need a window (run by tests/test_blender_inputs_gui.py under Xvfb; docs/scene_inputs.md).
+"""Unusual inputs that need a window (run by tests/blender/test_blender_inputs_gui.py under Xvfb; docs/scene_inputs.md).
 
     xvfb-run blender --factory-startup --enable-event-simulate --python inputs_gui.py -- LEGACY_ZIP
 

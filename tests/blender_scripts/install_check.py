@@ -1,6 +1,6 @@
 """Install Stiff Rods from a zip the way a user does, restart Blender, check it, disable it.
 
-Run by tests/test_install.py, always with an isolated user profile (BLENDER_USER_* env vars) and a
+Run by tests/blender/test_install.py, always with an isolated user profile (BLENDER_USER_* env vars) and a
 timeout:
 
     blender -b --factory-startup --python install_check.py -- ZIP legacy

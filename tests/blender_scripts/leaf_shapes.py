@@ -1,4 +1,4 @@
-"""Baked leaves keep their shape: an independent check in real Blender (run by tests/test_blender_leaves.py).
+"""Baked leaves keep their shape: an independent check in real Blender (run by tests/blender/test_blender_leaves.py).
 
     blender -b --factory-startup --python leaf_shapes.py -- bake TREE OUT_DIR FRAMES ZIP [edit]
         Installs the legacy add-on ZIP (the caller points the user profile at a temporary folder),

@@ -1,5 +1,5 @@
 """Ropes and cables in Blender: root and pin joints, physical stretch, a straight rest shape, the integrator and
-the damping ratio, set in the N-panel's settings (run by tests/test_blender_ropes.py).
+the damping ratio, set in the N-panel's settings (run by tests/blender/test_blender_ropes.py).
 
     blender -b --factory-startup --python ropes.py -- LEGACY_ZIP OUT_DIR
 
@@ -144,7 +144,7 @@ def stale_settings():
         out[name] = {"up_to_date": ops.up_to_date(before, obj, scene, every=0.0)}
     s, _ = live_session()
     m = s.model
-    kinds = mod("session").JOINT_KINDS
+    kinds = mod("kinematics").JOINT_KINDS
     root = int(np.flatnonzero(m.joint_parent == s.branch_map.anchors[0])[0])
     held = s.pins.segments[0]
     at_pin = np.flatnonzero((m.joint_parent == held) | (m.joint_child == held))

@@ -1,4 +1,4 @@
-"""What the scene does to a tree: the result is right or refused (run by tests/test_blender_scene_state.py).
+"""What the scene does to a tree: the result is right or refused (run by tests/blender/test_blender_scene_state.py).
 
     blender -b --factory-startup --python scene_state.py -- LEGACY_ZIP
 

@@ -1,4 +1,4 @@
-"""World transforms the solver cannot represent are refused (run by tests/test_blender_transforms.py).
+"""World transforms the solver cannot represent are refused (run by tests/blender/test_blender_transforms.py).
 
     blender -b --factory-startup --python transforms.py -- LEGACY_ZIP
 
