@@ -17,9 +17,6 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from .bone_maps import BoneRotations as BoneRotations  # re-exported: the bake writers use them from here
-from .bone_maps import local_quaternions as local_quaternions
-from .bone_maps import rotation_matrices as rotation_matrices
 from .frames import metric
 
 ADDED_BONES = "stiff_rods_added_bones"

@@ -163,13 +163,11 @@ class StepContext:
 
     @property
     def start_positions(self) -> np.ndarray:
-        sim = self._sim
-        return sim._start.positions if sim._step_open and sim._start is not None else sim.positions
+        return self.start.positions
 
     @property
     def start_orientations(self) -> np.ndarray:
-        sim = self._sim
-        return sim._start.orientations if sim._step_open and sim._start is not None else sim.orientations
+        return self.start.orientations
 
     @property
     def stage_start_positions(self) -> np.ndarray:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from ...core import parameters
+
 if TYPE_CHECKING:
     from ..rows import StepRows
 
@@ -58,8 +60,8 @@ class ContactSolver(Protocol):
 
 
 def check_count(owner: str, name: str, count, low: int) -> None:
-    if int(count) != count or count < low:
-        raise ValueError(f"{owner}.{name} must be an integer ≥ {low}, got {count!r}")
+    """The Simulator's own integer check (``core.parameters.count``), naming the option as ``owner.name``."""
+    parameters.count(f"{owner}.{name}", count, low)
 
 
 def check_compliance(owner: str, name: str, value, positive: bool = True) -> None:
