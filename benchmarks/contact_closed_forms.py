@@ -25,16 +25,22 @@ Crossing rods: two clamped–clamped beams (span 1 m, 41 segments, E = 0.1 GPa, 
 of each on a rail along the rod so bending pulls no axial force) cross at their middles, A on B, frictionless, no
 gravity; a load P = 0.1 N at A's middle presses A onto B. At rest, the contact force Σλ_n/Δt² and both middles'
 deflections against Euler–Bernoulli with k = 192 E I / L³: F = P k_B / (k_A + k_B), δ_A = δ_B = F / k_B (within
-2 %; the single beam's own discretisation error is reported beside them).
+2 %; the single beam's own discretisation error is reported beside them). At n = 41 and 51 segments, run for 2 s
+(1 s with ``--quick``): both rods' whole deflected shapes against the beams under F and P − F,
+``shape_error_over_L`` = max |z − z_beam| / L (target ≤ ``single_beam_shape_error_over_L`` + 2e-4, the single beam
+B under P against its own beam solution), and ``contact_drift_elements``, the contact point's largest sideways
+move in elements (target ≤ 0.01). Measured (schur, smooth centrelines): 6.9e-6 and 4.4e-6 (single beam 2.2e-5,
+1.4e-5), drift 1.6e-5 and 2.0e-5 elements.
 
-``--method semismooth`` or ``--method schur`` runs everything with that ``Contacts(method=)`` (default: the
-active set; ``schur``: a QP with the Coulomb disks on the contact Schur complement per Newton iteration, Coulomb's
-bound by Newton's method, the joints' step with their geometric stiffness, which meets the 12 capstan targets with
-none of the 1609 ``--quick`` steps at the cap, docs/notes/contacts.md).
+``--method`` runs everything with that ``Contacts(method=)`` (default ``schur``: a QP with the Coulomb disks on the
+contact Schur complement per Newton iteration, Coulomb's bound by Newton's method, the joints' step with their
+geometric stiffness, which meets the 12 capstan targets with none of the ``--quick`` steps at the cap,
+docs/notes/contacts.md; ``gauss_seidel``, ``active_set``, ``semismooth``).
 
-Over all runs: steps that hit the iteration cap (≤ 1 %), median and largest iterations per step, deepest
-penetration over the radius, and the contact report of the steps (sticking/sliding counts, unconverged
-steps), from ``Contacts.reports``.
+Every run and the whole report: ``cap_share`` (steps that hit the iteration cap, ≤ 1 %), ``median_iterations``
+(over every step of every run), ``xpbd_fraction`` (steps the schur method solved with XPBD's iteration), largest
+iterations per step, deepest penetration over the radius, and the contact report of the steps (sticking/sliding
+counts, unconverged steps), from ``Contacts.reports``.
 
     python3 benchmarks/contact_closed_forms.py --json      # last stdout line: one JSON object
     python3 benchmarks/contact_closed_forms.py --quick     # 0.5 s holds instead of 2 s
@@ -63,6 +69,8 @@ import _common  # noqa: E402
 
 from solver import Capsule, Contacts, Plane, RodModel, Simulator, rod_from_polyline  # noqa: E402
 from solver.contact import SchurOptions, SemismoothOptions  # noqa: E402
+from solver.contact.solvers import method_options  # noqa: E402
+from solver.core import quaternion as quat  # noqa: E402
 
 G = 9.81
 MAX_ITERATIONS = 50
@@ -87,6 +95,9 @@ def contact_stats(contacts: Contacts, radius: float) -> dict:
         sticking_max=int(max((r.sticking for r in reps), default=0)),
         sliding_max=int(max((r.sliding for r in reps), default=0)),
         xpbd_steps=int(sum(r.xpbd for r in reps)),
+        cap_share=float(np.mean([r.hit_cap for r in reps])) if reps else 0.0,
+        xpbd_fraction=float(np.mean([r.xpbd for r in reps])) if reps else 0.0,
+        iterations=its.tolist(),  # every step's, for the median over all runs (``run_all`` keeps only that)
     )
 
 
@@ -164,7 +175,7 @@ def capstan_rope(
 
 def _joint_point_rows(method) -> bool:
     """Whether ``method``'s rows are one per joint point against a collider (the Newton methods)."""
-    return isinstance(method, (SemismoothOptions, SchurOptions)) or method in ("semismooth", "schur")
+    return isinstance(method_options(method), (SemismoothOptions, SchurOptions))
 
 
 def _capstan_scene(wrap: float, mu: float, m1: float, m2: float, dt: float, method="active_set"):
@@ -273,7 +284,56 @@ def join_rods(*parts) -> RodModel:
     return RodModel.from_arrays(*(cat(f) for f in fields), pinned=cat("pinned"), **arrays)
 
 
-def crossing(
+def beam_sag(x, span: float, load: float, youngs_modulus: float, radius: float):
+    """Deflection [m] of a clamped–clamped beam (I = π r⁴ / 4) under a point load at its middle, at x [m] from a
+    clamp: w = P ξ² (3 L − 4 ξ) / (48 E I), ξ = min(x, L − x) (Euler–Bernoulli; P L³ / (192 E I) at the middle)."""
+    xi = np.minimum(x, span - x)
+    return load * xi**2 * (3.0 * span - 4.0 * xi) / (48.0 * youngs_modulus * np.pi * radius**4 / 4.0)
+
+
+def _shape_error(sag, first: int, n: int, span: float, load: float, youngs_modulus: float, radius: float) -> float:
+    """max |z − z_beam| / L over the n span segments of a :func:`clamped_beam` whose first segment is ``first``
+    (its anchor), at their centres ((k − ½) L / n from the clamp)."""
+    x = (np.arange(1, n + 1) - 0.5) * span / n
+    return float(
+        np.max(np.abs(sag[first + 1 : first + n + 1] - beam_sag(x, span, load, youngs_modulus, radius))) / span
+    )
+
+
+def _contact_point(sim, contacts) -> np.ndarray | None:
+    """The contact point [m] (3,) of the step's active rows, λ_n-weighted (each row's a side at its axis coordinate);
+    None without contact."""
+    rows = contacts.rows
+    act = rows.normal_impulse > 0.0
+    if not act.any():
+        return None
+    seg, z, lam = rows.sa[act], rows.za[act], rows.normal_impulse[act]
+    axis = quat.rotate(sim.orientations[seg], np.tile([0.0, 0.0, 1.0], (seg.size, 1)))
+    return lam @ (sim.positions[seg] + z[:, None] * axis) / lam.sum()
+
+
+def _settle(model, loaded, load: float, dt: float, contacts=None, seconds=None):
+    """Load ``loaded`` by P ramped over 0.2 s (mass-proportional damping 40/s, no gravity) and run to rest, or for
+    ``seconds`` [s]; returns the simulator, the deflections z₀ − z [m], the error ("" if none) and the largest
+    sideways distance [m] of the contact point (:func:`_contact_point`) from where it started (the origin)."""
+    sim = Simulator(model, dt=dt, max_iterations=MAX_ITERATIONS, tolerance=TOLERANCE, gravity=(0, 0, 0))
+    sim.damping = 40.0
+    if contacts is not None:
+        sim.gs_constraints.append(contacts)
+    z0 = sim.positions[:, 2].copy()
+    failed, drift = "", 0.0
+    for _ in range(int(round((2.0 if seconds is None else seconds) / dt))):
+        sim.forces[loaded] = (0.0, 0.0, -load * min(1.0, sim.time / 0.2))
+        failed = _advance(sim, 1, np.zeros(2), np.zeros(2), lambda: 0.0)
+        point = None if contacts is None or failed else _contact_point(sim, contacts)
+        if point is not None:
+            drift = max(drift, float(np.max(np.abs(point[:2]))))
+        if failed or (seconds is None and sim.time > 0.4 and sim.kinetic_energy() < 1e-14):
+            break
+    return sim, z0 - sim.positions[:, 2], failed, drift
+
+
+def crossing(  # noqa: PLR0913 (the scene's parameters)
     n: int = 41,
     radius_a: float = 0.006,
     radius_b: float = 0.005,
@@ -282,40 +342,33 @@ def crossing(
     span: float = 1.0,
     dt: float = 1 / 200,
     method="active_set",
+    seconds=None,
 ) -> dict:
-    """Two crossing clamped–clamped beams (:func:`clamped_beam`, span 1 m, E = 0.1 GPa): B along x, A along y on
-    top of it, touching at both middles, frictionless, no gravity; a load P at A's middle (ramped over 0.2 s,
-    mass-proportional damping 40/s) presses A onto B. Run to rest; returns the contact force F = Σλ_n / Δt² and
-    the two middles' deflections, against the Euler–Bernoulli springs k = 192 E I / L³ (I = π r⁴ / 4):
-    F = P k_B / (k_A + k_B), δ_A = δ_B = F / k_B; the single beam B under P (the discretisation's own error);
-    and the contact statistics."""
+    """Two crossing clamped–clamped beams (:func:`clamped_beam`, span 1 m, n segments, E = 0.1 GPa): B along x, A
+    along y on top of it, touching at both middles, frictionless, no gravity; a load P at A's middle (ramped over
+    0.2 s, mass-proportional damping 40/s) presses A onto B. Run to rest (or for ``seconds``); returns the contact
+    force F = Σλ_n / Δt² and the two middles' deflections, against the Euler–Bernoulli springs k = 192 E I / L³
+    (I = π r⁴ / 4): F = P k_B / (k_A + k_B), δ_A = δ_B = F / k_B; both rods' whole shapes against the beams under
+    F and P − F (:func:`beam_sag`, ``shape_error_over_L``), the single beam B under P (the discretisation's own
+    error, ``single_beam_error`` at the middle and ``single_beam_shape_error_over_L``), the contact point's largest
+    sideways drift in elements (``contact_drift_elements``); and the contact statistics."""
     beam_b = clamped_beam((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), span, n, radius_b, youngs_modulus)
     beam_a = clamped_beam((0.0, 1.0, 0.0), (0.0, 0.0, radius_a + radius_b), span, n, radius_a, youngs_modulus)
     mid_b = beam_b.n_segments // 2
-
-    def at_rest(model, loaded, contacts=None):
-        sim = Simulator(model, dt=dt, max_iterations=MAX_ITERATIONS, tolerance=TOLERANCE, gravity=(0, 0, 0))
-        sim.damping = 40.0
-        if contacts is not None:
-            sim.gs_constraints.append(contacts)
-        z0 = sim.positions[:, 2].copy()
-        failed = ""
-        for _ in range(int(round(2.0 / dt))):
-            sim.forces[loaded] = (0.0, 0.0, -load * min(1.0, sim.time / 0.2))
-            failed = _advance(sim, 1, np.zeros(2), np.zeros(2), lambda: 0.0)
-            if failed or (sim.time > 0.4 and sim.kinetic_energy() < 1e-14):
-                break
-        return sim, z0 - sim.positions[:, 2], failed
-
     k_a, k_b = (192.0 * youngs_modulus * np.pi * r**4 / 4.0 / span**3 for r in (radius_a, radius_b))
     force = load * k_b / (k_a + k_b)
-    _, alone, _ = at_rest(beam_b, mid_b)
+    _, alone, _, _ = _settle(beam_b, mid_b, load, dt)
     model = join_rods(beam_b, beam_a)
     mid_a = beam_b.n_segments + beam_a.n_segments // 2
     contacts = Contacts(model, friction=0.0, self_collision=True, method=method)
-    sim, sag, failed = at_rest(model, mid_a, contacts)
+    sim, sag, failed, drift = _settle(model, mid_a, load, dt, contacts, seconds)
     measured = float(contacts.normal_impulse.sum() / sim.dt**2)
+    shape = (
+        _shape_error(sag, 0, n, span, force, youngs_modulus, radius_b),
+        _shape_error(sag, beam_b.n_segments, n, span, load - force, youngs_modulus, radius_a),
+    )
     out = dict(
+        n=n,
         load=load,
         force=measured,
         force_analytic=float(force),
@@ -326,6 +379,9 @@ def crossing(
         deflection_a_error=float(sag[mid_a] * k_b / force - 1.0),
         deflection_b_error=float(sag[mid_b] * k_b / force - 1.0),
         single_beam_error=float(alone[mid_b] * k_b / load - 1.0),
+        shape_error_over_L=max(shape),
+        single_beam_shape_error_over_L=_shape_error(alone, 0, n, span, load, youngs_modulus, radius_b),
+        contact_drift_elements=drift * n / span,  # over ``time``
         time=float(sim.time),
         failed=failed,
     )
@@ -341,7 +397,7 @@ def slides_of(runs, kind: str):
     return [(k, r) for k, r in runs if k == kind and r["analytic"] > 0.0]
 
 
-def run_all(hold_seconds: float = 2.0, method: str = "active_set") -> dict:
+def run_all(hold_seconds: float = 2.0, method: str = "schur") -> dict:
     runs = []
     opt = dict(method=method)
     for deg in (20.0, 35.0, 60.0):
@@ -351,23 +407,28 @@ def run_all(hold_seconds: float = 2.0, method: str = "active_set") -> dict:
             runs.append(("capstan", capstan(mu, wrap, 0.8, seconds=hold_seconds, **opt)))
             runs.append(("capstan", capstan(mu, wrap, 1.25, seconds=0.4, **opt)))
     draped = drape(min(hold_seconds, 0.5), **opt)
-    crossed = crossing(**opt)
-    steps = sum(r["steps"] for _, r in runs) + draped["steps"] + crossed["steps"]
-    caps = sum(r["cap_steps"] for _, r in runs) + draped["cap_steps"] + crossed["cap_steps"]
+    drift_seconds = 2.0 if hold_seconds >= 2.0 else 1.0  # the contact's drift over 2 s (1 s in --quick)
+    crossed = {f"crossing_{n}": crossing(n, method=method, seconds=drift_seconds) for n in (41, 51)}
+    every = [r for _, r in runs] + [draped, *crossed.values()]
+    its = np.concatenate([r.pop("iterations") for r in every])
+    steps = max(its.size, 1)
     holds = [r for _, r in runs if r["analytic"] == 0.0]
     slides = [r for _, r in runs if r["analytic"] > 0.0]
     return dict(
         method=method,
         runs=[dict(kind=k) | r for k, r in runs],
         drape=draped,
-        crossing=crossed,
-        failed_runs=sum(bool(r["failed"]) for _, r in runs),
+        **crossed,
+        failed_runs=sum(bool(r["failed"]) for r in every),
         worst_creep_m=_worst(abs(r["slide"]) for r in holds),
         worst_incline_error=_worst(abs(r.get("error", np.nan)) for k, r in slides_of(runs, "incline")),
         worst_capstan_error=_worst(abs(r.get("error", np.nan)) for k, r in slides_of(runs, "capstan")),
-        cap_share=caps / max(steps, 1),
-        unconverged_share=sum(r["unconverged"] for _, r in runs) / max(steps, 1),
-        median_iterations=float(np.median([r["median_iterations"] for _, r in runs])),
+        worst_crossing_shape_error_over_L=_worst(r["shape_error_over_L"] for r in crossed.values()),
+        worst_contact_drift_elements=_worst(r["contact_drift_elements"] for r in crossed.values()),
+        cap_share=sum(r["cap_steps"] for r in every) / steps,
+        xpbd_fraction=sum(r["xpbd_steps"] for r in every) / steps,
+        unconverged_share=sum(r["unconverged"] for r in every) / steps,
+        median_iterations=float(np.median(its)) if its.size else 0.0,
         worst_penetration_r=max(r["penetration_r"] for _, r in runs),
         n_slides=len(slides),
     )
@@ -392,7 +453,10 @@ def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="0.5 s holds instead of 2 s")
     ap.add_argument(
-        "--method", choices=("active_set", "semismooth", "schur"), default="active_set", help="Contacts(method=)"
+        "--method",
+        choices=("schur", "gauss_seidel", "active_set", "semismooth"),
+        default="schur",
+        help="Contacts(method=)",
     )
     args = ap.parse_args()
     logging.getLogger("solver.contact").setLevel(logging.ERROR)  # counted in the result instead
@@ -419,16 +483,20 @@ def main() -> None:
             f"{_number(d['energy_rise']):.2e} J  overlap {_number(d['overlap_r']):.3f} r  cap {d['cap_steps']}/"
             f"{d['steps']}  median it {d['median_iterations']:.0f}" + (f" FAILED {d['failed']}" if d["failed"] else "")
         )
-        c = result["crossing"]
-        yield (
-            f"{'crossing P=' + str(c['load']) + ' N':32s} F {c['force']:.5f} vs {c['force_analytic']:.5f} N "
-            f"({100 * _number(c['force_error']):+.3f} %)  δ_A {100 * _number(c['deflection_a_error']):+.3f} %  "
-            f"δ_B {100 * _number(c['deflection_b_error']):+.3f} %  single beam {100 * c['single_beam_error']:+.3f} %"
-            f"  cap {c['cap_steps']}/{c['steps']}  median it {c['median_iterations']:.0f}"
-            + (f" FAILED {c['failed']}" if c["failed"] else "")
-        )
-        for key in (k for k in result if k not in ("runs", "drape", "crossing")):
-            yield f"{key:>24}: {result[key]}"
+        crossings = [k for k in result if k.startswith("crossing_")]
+        for c in (result[k] for k in crossings):
+            yield (
+                f"{'crossing n=' + str(c['n']) + ' P=' + str(c['load']) + ' N':32s} F {c['force']:.5f} vs "
+                f"{c['force_analytic']:.5f} N ({100 * _number(c['force_error']):+.3f} %)  δ_A "
+                f"{100 * _number(c['deflection_a_error']):+.3f} %  δ_B {100 * _number(c['deflection_b_error']):+.3f} %"
+                f"  single beam {100 * c['single_beam_error']:+.3f} %  shape/L {_number(c['shape_error_over_L']):.2e}"
+                f" (single beam {c['single_beam_shape_error_over_L']:.2e})  drift "
+                f"{_number(c['contact_drift_elements']):.4f} el  cap {c['cap_steps']}/{c['steps']}  median it "
+                f"{c['median_iterations']:.0f}  xpbd {c['xpbd_steps']}"
+                + (f" FAILED {c['failed']}" if c["failed"] else "")
+            )
+        for key in (k for k in result if k not in ["runs", "drape", *crossings]):
+            yield f"{key:>33}: {result[key]}"
 
     _common.report(result, args.json, summary=summary())
 

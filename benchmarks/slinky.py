@@ -54,7 +54,11 @@ XPBD's iteration, its Newton matrix indefinite), ``target_met``.
 
 Targets: ``stairs_descended`` ≥ 3 and ``max_penetration_m`` ≤ 0.1 wire radius (0.15 mm), no divergence.
 
-``--method schur --iterations 15 --tolerance 1e-5`` (``SchurOptions`` with its defaults, no
+The command line runs the schur method (``Contacts()``'s default) with ``--iterations 15 --tolerance 1e-5`` unless
+given others; ``--method active_set`` runs the active set with 3 iterations and no tolerance, Deul's setting.
+``cap_share`` and ``xpbd_fraction`` are ``cap_steps`` and ``xpbd_steps`` over the steps.
+
+The schur method (``SchurOptions`` with its defaults, no
 solve damping; each step is Newton's method on the implicit step, or Deul's XPBD step where its matrix with the
 coils' lateral curvature is indefinite or half the iterations pass), measured over the 10 s: target met, 3 stairs,
 0.038 r (1.22 r before post-stabilisation), 3 end flips, no divergence, energy gain 10 mJ, median 3 iterations, 31
@@ -500,6 +504,8 @@ def run(
         # Newton iterations per step (Contacts.reports), the steps that ended at the cap unconverged, and the schur
         # method's steps solved with XPBD's iteration (its Newton matrix indefinite)
         **{key: stats[key] for key in ("median_iterations", "cap_steps", "residual_median_m", "xpbd_steps")},
+        "cap_share": stats["cap_steps"] / max(stats["steps"], 1),
+        "xpbd_fraction": stats["xpbd_steps"] / max(stats["steps"], 1),
         "seconds": seconds,
         "simulated_s": sim.time,
         "diverged_at_s": diverged_at,
@@ -534,13 +540,17 @@ def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--seconds", type=float, default=default["seconds"])
     ap.add_argument(
-        "--iterations", type=int, default=default["iterations"], help="Newton iterations per step (Deul's Fig. 1: 3)"
+        "--iterations",
+        type=int,
+        default=None,
+        help="Newton iterations per step at most (default: 15 with the schur method, 3 with the active set)",
     )
     ap.add_argument(
         "--tolerance",
         type=float,
-        default=default["tolerance"],
-        help="m: a step stops iterating once its residual is below this (0: always --iterations)",
+        default=None,
+        help="m: a step stops iterating once its residual is below this (0: always --iterations; default: 1e-5 with "
+        "the schur method, 0 with the active set)",
     )
     ap.add_argument(
         "--rounds", type=int, default=default["direct_rounds"], help="active-set solves per direct solve at most"
@@ -561,9 +571,7 @@ def main() -> None:
         help="wire radii a direct solve may move a segment's surface (damped Newton); 0: no limit",
     )
     ap.add_argument("--self-friction", type=float, default=default["self_friction"], help="Coulomb μ between coils")
-    ap.add_argument(
-        "--method", default=default["direct_method"], choices=("active_set", "schur"), help="Contacts(method=)"
-    )
+    ap.add_argument("--method", default="schur", choices=("active_set", "schur"), help="Contacts(method=)")
     ap.add_argument(
         "--no-geometric-stiffness",
         action="store_true",
@@ -576,10 +584,11 @@ def main() -> None:
         help="save the segment centres every 0.05 s (t_s, centres_m, and the stairs) to this .npz",
     )
     args = ap.parse_args()
+    schur = args.method == "schur"
     result = run(
         seconds=args.seconds,
-        iterations=args.iterations,
-        tolerance=args.tolerance,
+        iterations=args.iterations or (15 if schur else default["iterations"]),
+        tolerance=(1e-5 if schur else default["tolerance"]) if args.tolerance is None else args.tolerance,
         direct_rounds=args.rounds,
         start=args.start,
         release_speed=args.release_speed,

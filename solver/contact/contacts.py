@@ -33,7 +33,7 @@ from .detection import ContactDetector, DetectionOptions
 from .geometry import RowGeometry
 from .post_stabilise import PostOptions, PostStabiliser
 from .report import ContactReport, step_report
-from .solvers import SolveLog, make_solver, method_options
+from .solvers import FALLBACK_METHOD, SolveLog, make_solver, method_options
 
 
 class Contacts:
@@ -41,9 +41,12 @@ class Contacts:
 
     ``colliders``: a sequence of :class:`~solver.contact.colliders.Collider`; ``friction`` μ for contacts with
     colliders whose own ``friction`` is None; ``self_collision``: bool, or an (n,) mask of the segments that take
-    part. ``method``: the solver strategy, as its frozen options (:mod:`solver.contact.solvers`:
-    ``GaussSeidelOptions`` (the default), ``ActiveSetOptions``, ``SchurOptions``; experimental ``TreeResponseOptions``,
-    ``SemismoothOptions``) or a name of ``solvers.METHODS`` with its defaults. ``detection``:
+    part. ``method``: the solver strategy, as its frozen options (:mod:`solver.contact.solvers`: ``SchurOptions``,
+    ``GaussSeidelOptions``, ``ActiveSetOptions``; experimental ``TreeResponseOptions``, ``SemismoothOptions``) or a
+    name of ``solvers.METHODS`` with its defaults. None (the default): the schur method, Newton's method on the
+    joints and contacts together, which converges on every contact benchmark (docs/notes/contacts.md); with a
+    Simulator that has no tree factorisation to eliminate over (``solver="gs"``, or a model without joints) the set
+    uses Gauss–Seidel instead. A Newton method named explicitly there raises ``ValueError``. ``detection``:
     :class:`~solver.contact.detection.DetectionOptions` (self friction, margin, excluded neighbours, self-contact
     rows, permanent pairs). ``post``: :class:`~solver.contact.post_stabilise.PostOptions` to post-stabilise after
     each step (None: off). ``keep_reports``: the step reports kept (the latest; 0 keeps none).
@@ -80,11 +83,9 @@ class Contacts:
         d = self.detector
         self.geometry = RowGeometry(model, d.colliders, d.radius, d.topology, joint_point_rows=False)
         self.log = SolveLog()
-        self.solver = make_solver(method_options(method), self.geometry, self.log)
-        self.geometry.joint_point_rows = self.solver.joint_point_rows
-        self.post = None
-        if post is not None:
-            self.post = PostStabiliser(post, d, self.geometry, self.solver.row_compliance, self.solver.post_defaults)
+        self._default_method = method is None
+        self._post_options = post
+        self._use_strategy(method_options(method))
         self.rows = self.geometry.rows
         self.max_penetration = 0.0
         self.keep_reports = int(keep_reports)
@@ -93,6 +94,28 @@ class Contacts:
         self._iterations = 0  # project calls in this step
         self._residual = 0.0  # the last one's residual [m]
         self._solves_before = 0  # len(solve_log) at the step's start
+
+    def _use_strategy(self, options) -> None:
+        self.solver = make_solver(options, self.geometry, self.log)
+        self.geometry.joint_point_rows = self.solver.joint_point_rows
+        self.post = None
+        if self._post_options is not None:
+            s, d = self.solver, self.detector
+            self.post = PostStabiliser(self._post_options, d, self.geometry, s.row_compliance, s.post_defaults)
+
+    def _fit_strategy(self, sim) -> None:
+        """The Newton methods (``joint_point_rows``) eliminate the contacts over the Simulator's tree factorisation of
+        the joints: without one the default falls back to :data:`~solver.contact.solvers.FALLBACK_METHOD`."""
+        if not self.solver.joint_point_rows or (sim.solver == "kkt" and sim.model.n_joints > 0):
+            return
+        if not self._default_method:
+            name = type(self.solver.options).__name__
+            raise ValueError(
+                f"Contacts(method={name}) solves the contacts with the joints' direct (KKT) solve: it needs "
+                f"Simulator(solver='kkt') and a model with joints (this one: solver={sim.solver!r}, "
+                f"{sim.model.n_joints} joints); use method={FALLBACK_METHOD!r}"
+            )
+        self._use_strategy(method_options(FALLBACK_METHOD))
 
     # ------------------------------------------------------------------ what a step left
     @property
@@ -142,6 +165,7 @@ class Contacts:
         step's end (t + Δt), and start the strategy's step. Friction holds the material points at the implicit
         stage's start (the step's start pose for Euler, BDF2's (4x_n − x_{n−1})/3), from which the Simulator takes
         the velocities (x − x̂)/h, so a sticking contact leaves with no relative velocity."""
+        self._fit_strategy(sim)
         ctx = sim.step_context
         x_pred, q_pred = sim.positions, sim.orientations
         predicted = (x_pred.copy(), q_pred.copy())

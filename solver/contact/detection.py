@@ -15,7 +15,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..core import quaternion as quat
+from . import centreline
 from .colliders import closest_point_parameter, closest_points_on_segments, golden_section, wedge_normals
+from .kinematic import KinematicPoints
 from .rows import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, StepRows
 from .topology import ContactTopology, between_joint_rows
 
@@ -26,7 +28,9 @@ class DetectionOptions:
     ``margin`` [m]: contacts are generated for gaps below this (None: per segment, its radius plus its predicted
     displacement in the step); ``exclude_hops``: segment pairs joined by at most this many joints never self-collide
     (None: ``1 + ceil(2 max r / min l)``, so neighbours whose capsules overlap at rest are skipped).
-    ``self_contacts``: ``"pairs"`` (one contact per pair of capsules whose gap is below the margin) or ``"points"``
+    ``self_contacts``: ``"pairs"`` (one contact per segment pair whose gap is below the margin, on the rods' smooth
+    centrelines, :mod:`solver.contact.centreline`), ``"capsules"`` (those pairs on the segments' axes: a crease at
+    every bent joint, kept to measure against) or ``"points"``
     (one contact per physical contact point: every joint point against the closest point of the other rod's axis, a
     local minimum along it; two joint points closer than a tenth of a radius along the axis are one vertex–vertex
     contact; two segments crossing with both closest points interior; margin: ``margin`` (default a quarter of the
@@ -48,8 +52,8 @@ class DetectionOptions:
             raise ValueError(f"self_friction must be finite and ≥ 0, got {mu}")
         if self.margin is not None and not (np.isfinite(self.margin) and self.margin >= 0.0):
             raise ValueError(f"margin must be finite and ≥ 0 m, got {self.margin}")
-        if self.self_contacts not in ("pairs", "points"):
-            raise ValueError(f"self_contacts must be 'pairs' or 'points', got {self.self_contacts!r}")
+        if self.self_contacts not in ("pairs", "capsules", "points"):
+            raise ValueError(f"self_contacts must be 'pairs', 'capsules' or 'points', got {self.self_contacts!r}")
 
 
 def _empty(n: int, *tail) -> np.ndarray:
@@ -109,9 +113,11 @@ class ContactDetector:
         hops = options.exclude_hops
         if hops is None:
             hops = 1 + int(np.ceil(2.0 * self.radius.max() / model.lengths.min()))
+        self.kinematic = KinematicPoints(model, self.radius)
         self.topology = ContactTopology(
             model, np.flatnonzero(mask), hops, options.self_pairs, self.self_contacts == "points", self.radius
         )
+        self.topology.smooth = self.self_contacts == "pairs"
 
     @property
     def exclude_hops(self) -> int:
@@ -132,6 +138,9 @@ class ContactDetector:
         parts.append(self._edge_rows(x, q, margin, t0, t1, predicted))
         parts.append(self._self_rows(x, q, margin, predicted))
         rows = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        moves = self.kinematic.movable(rows["sa"], rows["sb"], rows["za"])
+        if not moves.all():
+            rows = {key: value[moves] for key, value in rows.items()}
         return StepRows(fast=move > self.radius, **rows)  # fast: segments whose collider rows follow the iterate
 
     def _collider_rows(self, x, q, margin, t0, t1, predicted, joint_point_rows) -> dict:
@@ -177,12 +186,12 @@ class ContactDetector:
         return out
 
     def surface_gaps(self, x, q, t: float) -> tuple[float, float]:
-        """Exact smallest surface gaps [m] at the pose (x, q), independent of any step's rows: (between
-        non-neighbouring segments, between segments and colliders at time t); +inf where nothing is within a
-        radius. Negative values are penetrations."""
+        """Exact smallest surface gaps [m] at the pose (x, q), independent of any step's rows: (between non-neighbouring
+        segments, on the ``self_contacts`` geometry, between segments and colliders at time t); +inf where nothing is
+        within a radius. Negative values are penetrations."""
         margin = np.full(x.shape[0], self.radius.max())
-        found = self.self_pairs(x, q, margin)
-        self_gap = float(np.min(found[5] - found[6])) if found is not None and found[0].size else np.inf
+        found = self.self_candidates(x, q, margin, with_gap=True)
+        self_gap = float(np.min(found[-1])) if found is not None else np.inf
         col_gap = np.inf
         for _, seg, _, _, phi, _ in self.collider_points(x, q, margin, t):
             if seg.size:
@@ -456,8 +465,7 @@ class ContactDetector:
         i, j, zi, zj, normal, rest = pair
         x, q = start
         move = self._material_shift(i, zi, x, q, *predicted) - self._material_shift(j, zj, x, q, *predicted)
-        pi = x[i] + quat.rotate(q[i], np.stack((0 * zi, 0 * zi, zi), 1))
-        pj = x[j] + quat.rotate(q[j], np.stack((0 * zj, 0 * zj, zj), 1))
+        pi, pj = (x[s] + quat.rotate(q[s], np.stack((0 * z, 0 * z, z), 1)) for s, z in ((i, zi), (j, zj)))
         gap = np.einsum("ij,ij->i", pi - pj, normal) - rest
         approach, fall = self._approach(move, gap, normal)
         fast = np.linalg.norm(approach, axis=1) > 2.0 * np.minimum(self.radius[i], self.radius[j])
@@ -525,23 +533,20 @@ class ContactDetector:
         line, is convex in τ, so a golden-section search finds it (to 0.618²⁴ ≈ 1e-5 of the step)."""
 
         def f(tau):
-            c, d = c0 + tau[:, None] * v, d0 + tau[:, None] * v
-            s, t = closest_points_on_segments(a0, b0, c, d)
-            gap = a0 + s[:, None] * (b0 - a0) - c - t[:, None] * (d - c)
-            return np.sqrt(np.einsum("ij,ij->i", gap, gap))
+            s, t = closest_points_on_segments(a0, b0, c0 + tau[:, None] * v, d0 + tau[:, None] * v)
+            return np.linalg.norm(a0 + s[:, None] * (b0 - a0) - c0 - tau[:, None] * v - t[:, None] * (d0 - c0), axis=1)
 
         _, _, inside = golden_section(f, a0.shape[0])
         return np.minimum(inside, np.minimum(f(np.zeros(a0.shape[0])), f(np.ones(a0.shape[0]))))
 
     def self_pairs(self, x, q, margin, predicted=None):
-        """Segment pairs (not within ``exclude_hops``) whose capsules are closer than the sum of their
-        margins: cKDTree broad phase on capsule centres, exact closest axis points.
-        ``predicted`` (positions, orientations) of the step's prediction: ``margin`` then includes each segment's
-        motion (:meth:`_motion`, |Δx| + l/2 |Δθ|), and a pair is kept only where the swept capsules meet: the
-        axes, one translated relative to the other over the step (:meth:`swept_distance`), come within the
-        radii plus the margins less the translations. Two rods crossing at 10 m/s with Δt = 1/60 s otherwise
-        made a row for every pair of segments within the 17 cm that each moves (1452 rows of which a handful
-        can meet), and their direct solve diverged in the first step.
+        """Segment pairs (not within ``exclude_hops``) whose capsules are closer than the sum of their margins:
+        cKDTree broad phase on capsule centres, exact closest axis points. ``predicted`` (positions, orientations)
+        of the step's prediction: ``margin`` then includes each segment's motion (:meth:`_motion`, |Δx| + l/2 |Δθ|),
+        and a pair is kept only where the swept capsules meet: the axes, one translated relative to the other over
+        the step (:meth:`swept_distance`), come within the radii plus the margins less the translations. Two rods
+        crossing at 10 m/s with Δt = 1/60 s otherwise made a row for every pair of segments within the 17 cm that
+        each moves (1452 rows of which a handful can meet), and their direct solve diverged in the first step.
         Returns i, j, s, t (axis parameters in [0, 1]), d = p_i − p_j, |d|, r_i + r_j, axis ends."""
         segs = self.topology.self_segments
         if segs.size < 2:
@@ -574,16 +579,20 @@ class ContactDetector:
         return i[keep], j[keep], s[keep], t[keep], d[keep], dist[keep], rest[keep], a_end, b_end
 
     def self_candidates(self, x, q, margin, with_gap=False, predicted=None):
-        """Segment–segment contacts: i, j, z_i, z_j, normal (from j to i), r_i + r_j (and, with
-        ``with_gap``, the surface gap |d| − r_i − r_j [m])."""
+        """Segment–segment contacts: i, j, z_i, z_j, normal (from j to i), r_i + r_j (and, with ``with_gap``, the
+        surface gap |d| − r_i − r_j [m]); on the smooth centrelines where ``topology.smooth``."""
         found = self.self_pairs(x, q, margin, predicted)
         if found is None or found[0].size == 0:
             return None
         i, j, s, t, d, dist, rest, a_end, b_end = found
+        zi, zj = (s - 0.5) * self.model.lengths[i], (t - 0.5) * self.model.lengths[j]
+        if self.topology.smooth:
+            zi, zj, d = centreline.pair_offsets(x, q, self.topology, self.model.lengths, (i, j, zi, zj))
+            dist = np.linalg.norm(d, axis=1)
         # Crossing axes (distance 0): the normal is perpendicular to both axes.
         cross = np.cross(b_end[i] - a_end[i], b_end[j] - a_end[j])
         cn = np.linalg.norm(cross, axis=1)
         fallback = np.where(cn[:, None] > 1e-12, cross / np.maximum(cn, 1e-300)[:, None], [0.0, 0.0, 1.0])
         normal = np.where(dist[:, None] > 1e-9 * rest[:, None], d / np.maximum(dist, 1e-300)[:, None], fallback)
-        out = (i, j, (s - 0.5) * self.model.lengths[i], (t - 0.5) * self.model.lengths[j], normal, rest)
+        out = (i, j, zi, zj, normal, rest)
         return out + (dist - rest,) if with_gap else out

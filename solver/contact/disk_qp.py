@@ -39,9 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from numpy.linalg import LinAlgError
 
-from .box_qp import solve_box_qp
+from .box_qp import cholesky_factor, cholesky_solve, solve_box_qp
 
 
 @dataclass
@@ -91,7 +91,7 @@ def _newton_step(s, g_f, y, bounded, rows_a, rows_b, radius, t):
     hess[rows_a, rows_b] += four * ya * yt
     hess[rows_b, rows_a] += four * ya * yt
     try:
-        p = -cho_solve(cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
+        p = -cholesky_solve(cholesky_factor(hess), grad)
     except LinAlgError:
         p = -np.linalg.solve(hess, grad)
     return p, grad
@@ -378,7 +378,7 @@ def _polish(s, q, n_bounded, disks, y, box, sliding, steps: int = 8):
             break
         grad = tmat.T @ g
         try:
-            step = -cho_solve(cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
+            step = -cholesky_solve(cholesky_factor(hess), grad)
         except LinAlgError:
             break
         slope = float(grad @ step)
@@ -440,7 +440,7 @@ def radius_sensitivity(s, q, rows_a, rows_b, radius, result: DiskQPResult) -> np
     dgdb = tmat.T @ sdyb
     dgdb[cols, j] += -sin * g[ca] + cos * g[cb]
     try:
-        dz = -cho_solve(cho_factor(hess, lower=True, check_finite=False), dgdb, check_finite=False)
+        dz = -cholesky_solve(cholesky_factor(hess), dgdb)
     except LinAlgError:
         return out
     out[:, np.flatnonzero(circle)] = tmat @ dz + dyb

@@ -1,11 +1,12 @@
 """Row geometry (:class:`RowGeometry`): where the two points of each contact row are in the current iterate, its
 normal, and the generalised inverse masses and gradients every solver uses.
 
-Segment–segment rows slide: the closest points of two crossing axes, or a joint point against the
-closest point of the other axis, are found again in every solve; a row at a joint point keeps its normal
-within the capsule chain's normal cone there. Collider rows keep their material point and frozen normal,
-except edge rows, which slide along both the axis and the edge, and the active-set direct solve's rows of fast
-segments, which follow the iterate (``RowGeometry._follow_collider``).
+Segment–segment rows slide: the closest points of the two segments' pieces of the rods' smooth centrelines
+(``self_contacts="pairs"``, :mod:`solver.contact.centreline`), of two crossing axes (``"capsules"``,
+``"points"``), or a joint point against the closest point of the other axis, are found again in every solve; a
+row at a joint point keeps its normal within the capsule chain's normal cone there. Collider rows keep their
+material point and frozen normal, except edge rows, which slide along both the axis and the edge, and the
+active-set direct solve's rows of fast segments, which follow the iterate (``RowGeometry._follow_collider``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import quaternion as quat
+from . import centreline
 from .colliders import closest_point_parameter, closest_points_on_segments, wedge_normals
 from .rows import EDGE, FIXED, SLIDE_B, SLIDE_BOTH, StepRows
 
@@ -151,6 +153,8 @@ class RowGeometry:
                 za = np.where(both, (2.0 * s - 1.0) * b["half_a"], za)
                 zb = np.where(both, (2.0 * t - 1.0) * b["half_b"], zb)
                 pa = xa + za[:, None] * axis_a
+                if self.topology.smooth:
+                    za, zb, pa, smooth_b = self._centreline(sim, b, np.flatnonzero(both), za, zb, pa, (rot_a, rot_b))
             if one.any():
                 t = closest_point_parameter(pa, xb - hb, xb + hb)
                 follow = b["over_joints"]  # the direct solve's own batch
@@ -158,6 +162,8 @@ class RowGeometry:
                     return self.points(sim, b)
                 zb = np.where(one, (2.0 * t - 1.0) * b["half_b"], zb)
         pb = np.where(env[:, None], self.rows.point_b[idx], xb + zb[:, None] * axis_b)
+        if not b["all_env"] and b["slide_both"].any() and self.topology.smooth:
+            pb[b["slide_both"]] = smooth_b
         if b["follow"].size:
             za, pa, pb = self._follow_collider(sim, b, za, pa, pb)
         e = b["edge"]
@@ -179,6 +185,27 @@ class RowGeometry:
                 t = closest_point_parameter(pa[e], ends[:, 0], ends[:, 1])
             pb[e] = ends[:, 0] + t[:, None] * (ends[:, 1] - ends[:, 0])
         return rot_a, rot_b, za, zb, pa, pb
+
+    def _centreline(self, sim, b, rows, za, zb, pa, rotations):
+        """The crossing rows ``rows`` of a batch on the rods' smooth centrelines (:mod:`solver.contact.centreline`):
+        the closest points of the two segments' pieces of the corner-cutting curves, from the axes' closest points
+        za, zb, moved by the blended radii (``centreline.blend_radii``). Each row stays on its two segments at the
+        curve points' axis coordinates; its friction holds the curve points as material points of those segments
+        (``b["x0_a"]``, ``b["x0_b"]``: the start pose carries each curve point's offset from the axis in the
+        segment's frame). Returns za, zb, pa (all rows) and the rows' pb (len(rows), 3)."""
+        sa, sb = b["sa"][rows], b["sb"][rows]
+        za, zb, pa = za.copy(), zb.copy(), pa.copy()
+        x, q = sim.positions, sim.orientations
+        pieces = centreline.pair_pieces(x, q, self.topology, self.model.lengths, sa, sb)
+        za[rows], zb[rows], ca, cb, ra, rb = centreline.closest_points(*pieces, za[rows], zb[rows])
+        x0, _ = self.rows.start
+        for side, seg, z, p, rot in (("a", sa, za[rows], ca, rotations[0]), ("b", sb, zb[rows], cb, rotations[1])):
+            r, r0 = rot[rows], b["r0_" + side][rows]
+            w_body = np.einsum("kji,kj->ki", r, p - x[seg] - z[:, None] * r[:, :, 2])
+            landing = b["landing"][rows] if side == "b" else 0.0
+            b["x0_" + side][rows] = x0[seg] - landing + np.einsum("kij,kj->ki", r0, w_body)
+        pa[rows], pb, _ = centreline.blend_radii(ca, cb, ra, rb, self.radius[sa], self.radius[sb])
+        return za, zb, pa, pb
 
     def _follow_collider(self, sim, b, za, pa, pb):
         """Collider rows of the active-set direct batch (``b["follow"]``) at the current iterate: a row inside a

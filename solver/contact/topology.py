@@ -42,7 +42,10 @@ class ContactTopology:
     segment across a segment's +z / −z end (−1 if none), the vertex table (``v_seg``, ``v_z``, ``v_other``: owner,
     axis coordinate and the other segment of each joint point; ``vid_lo``/``vid_hi`` (n,): vertex ids of each
     segment's ends), the permanent candidates ``perm_v``/``perm_b`` (``self_pairs``) and ``succ_all``: the
-    successor across every chain joint."""
+    successor across every chain joint. ``smooth``: segment pairs meet on the rods' smooth centrelines
+    (:mod:`solver.contact.centreline`; set by the detector for ``self_contacts="pairs"``)."""
+
+    smooth = False
 
     def __init__(self, model, self_segments: np.ndarray, exclude_hops: int, self_pairs, points: bool, radius):
         self.model = model

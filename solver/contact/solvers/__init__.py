@@ -1,7 +1,18 @@
 """Contact solver strategies, one per module, behind one interface (:class:`~.base.ContactSolver`), each with its
-frozen options: :class:`GaussSeidelOptions` (the default), :class:`ActiveSetOptions`, :class:`SchurOptions`, and
-the experimental :class:`~.experimental.TreeResponseOptions` and :class:`~.experimental.SemismoothOptions`.
-:func:`make_solver` turns options (or a method's name) into the strategy."""
+frozen options; :func:`make_solver` turns options (or a method's name) into the strategy. What each is for:
+
+- :class:`SchurOptions` (the default): Newton's method on the joints and contacts together, the contact impulses
+  from a convex QP on the contact Schur complement over the joints' tree factorisation. It converges on every
+  contact benchmark (closed forms, drops, Slinky, knot; docs/notes/contacts.md). It needs the Simulator's direct
+  solver (``solver="kkt"``) and a model with joints.
+- :class:`GaussSeidelOptions`: XPBD's projection per row (Deul Eq. 21) at a fixed cost per iteration, with no
+  convergence guarantee; what ``Contacts()`` falls back to where the default cannot run (``solver="gs"``, a model
+  without joints).
+- :class:`ActiveSetOptions`: joints and contact rows in one sparse solve with a primal–dual active set and a damped
+  Newton step (``max_move``): Deul's fixed 3 iterations per step on the Slinky. It cycles where the schur method
+  converges (the capstan).
+- experimental (:mod:`.experimental`, kept for comparison): :class:`~.experimental.TreeResponseOptions`,
+  :class:`~.experimental.SemismoothOptions`."""
 
 from __future__ import annotations
 
@@ -26,13 +37,18 @@ METHODS = {
     "tree": TreeResponseOptions,
     "semismooth": SemismoothOptions,
 }
+# Contacts() without a method: Newton's method on joints and contacts together, the one that converges on every
+# contact benchmark (docs/notes/contacts.md); where the Simulator has no tree factorisation to eliminate over
+# (solver="gs", or a model without joints) Contacts falls back to FALLBACK_METHOD
+DEFAULT_METHOD = "schur"
+FALLBACK_METHOD = "gauss_seidel"
 
 
 def method_options(method) -> object:
     """Options for ``method``: an options object as it is, a name of :data:`METHODS` as its default options, None
-    as :class:`GaussSeidelOptions`."""
+    as the default method's (:data:`DEFAULT_METHOD`)."""
     if method is None:
-        return GaussSeidelOptions()
+        return METHODS[DEFAULT_METHOD]()
     if isinstance(method, str):
         if method not in METHODS:
             raise ValueError(
@@ -53,6 +69,8 @@ __all__ = [
     "ActiveSet",
     "ActiveSetOptions",
     "ContactSolver",
+    "DEFAULT_METHOD",
+    "FALLBACK_METHOD",
     "GaussSeidel",
     "GaussSeidelOptions",
     "METHODS",

@@ -150,6 +150,19 @@ def test_the_schur_method_slides_a_rope_half_round_a_cylinder_at_mu_one_half():
     assert run["error"] == pytest.approx(0.0, abs=0.02)
 
 
+@pytest.mark.parametrize("load", [0.8, 1.25])
+def test_the_default_contacts_converge_on_every_step_of_a_capstan(load):
+    """``Contacts()`` without a method on the capstan (μ 0.5, θ = π, 0.8 and 1.25 e^{μθ}): every step converges to the
+    Simulator's tolerance (1e-6 m) below its 50-iteration cap, and the rope holds or slides by the capstan equation.
+    Gauss–Seidel, the default before, capped every contact step of this scene and neither held nor slid right."""
+    run = closed.capstan(0.5, np.pi, load, seconds=0.3, method=None)
+    assert run["cap_steps"] == 0 and run["unconverged"] == 0
+    if load < 1.0:
+        assert_capstan_holds(run, creep_m=0.25e-3)
+    else:
+        assert_capstan_slides(run)
+
+
 def test_the_schur_method_converges_where_a_taut_rope_leaves_the_cylinder():
     """μ 0.5, θ = π, sliding at 1.25 e^{μθ}, the first 0.1 s: with the joints' geometric stiffness in H and the
     momentum residual on the right-hand side (``geometric_stiffness``, the default) every step converges to 1e-6 m

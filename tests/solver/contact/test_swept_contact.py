@@ -91,7 +91,7 @@ def test_a_rope_dropped_at_10_m_per_s_onto_a_cylinder_or_a_box_edge_does_not_pas
     0.047 r and 0.046 r on the cylinder at Δt = 1/60 and 1/200 s, 0.066 r and 0.108 r on the edge; numpy solver:
     0.23, 0.045, 0.074 and 0.22 r; with the collider rows frozen at the step's start the compiled solver passed
     through the edge at 1/60 s and went 1.06 r deep at 1/200 s)."""
-    run = drop.drop(target, dt)
+    run = drop.drop(target, dt, method="active_set")
     assert not run["failed"] and not run["pass_through"]
     assert run["penetration_r"] < 0.25
 
@@ -100,7 +100,7 @@ def test_a_rope_dropped_at_10_m_per_s_onto_a_cylinder_or_a_box_edge_does_not_pas
 def test_two_rods_crossing_at_10_m_per_s_do_not_pass_through_each_other(dt, mu):
     """Frictionless, and with μ 0.3 with the Newton steps limited to 2 r (without it they diverged). Frictionless,
     every step converges; with friction the impact step may end at the iteration cap (1 of 40 steps measured)."""
-    run = drop.crossing_rods(dt, mu=mu, max_move=2 * drop.R_ROPE if mu else None)
+    run = drop.crossing_rods(dt, mu=mu, method="active_set", max_move=2 * drop.R_ROPE if mu else None)
     assert not run["failed"] and not run["pass_through"]
     assert run["separation_m"] > 0.0
     assert run["penetration_r"] < 0.1
