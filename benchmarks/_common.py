@@ -3,6 +3,7 @@ line per result unless ``--json``, then the result as one JSON object, the last 
 
 import argparse
 import json
+import statistics
 from collections.abc import Iterable
 
 
@@ -22,3 +23,16 @@ def report(result: dict, as_json: bool, line: str = "{:>28}: {}", summary: Itera
         for text in lines:
             print(text)
     print(json.dumps(result))
+
+
+def contact_convergence(reports) -> dict:
+    """Over the steps with contact rows of ``reports`` (``Contacts.reports``): their count, the share at the
+    iteration cap, the median iterations, the share the schur method solved with XPBD's iteration."""
+    reps = [r for r in reports if r.rows]
+    n = max(len(reps), 1)
+    return {
+        "contact_steps": len(reps),
+        "cap_share": sum(r.hit_cap for r in reps) / n,
+        "median_iterations": float(statistics.median(r.iterations for r in reps)) if reps else 0.0,
+        "xpbd_fraction": sum(r.xpbd for r in reps) / n,
+    }

@@ -112,19 +112,15 @@ def inner(frames: int, iterations: int) -> dict:
     contacts = next(c for c in session.sim.gs_constraints if hasattr(c, "reports"))  # the bake's own simulator
     reports = [r for r in contacts.reports if r.rows]
     others = [r for r in contacts.reports if not r.rows]
-    its = [r.iterations for r in reports]
     return {
         "bake_s": bake_s,
         "frames": frames,
         "segments": session.model.n_segments,
         "steps": len(contacts.reports),
-        "contact_steps": len(reports),
-        "cap_share": float(np.mean([r.hit_cap for r in reports])) if reports else 0.0,
+        **_common.contact_convergence(contacts.reports),
         # the same bake's steps without contact rows: what the joints alone reach in the iterations
         "cap_share_without_contact": float(np.mean([r.hit_cap for r in others])) if others else 0.0,
         "converged_share": float(np.mean([r.converged for r in reports])) if reports else 0.0,
-        "median_iterations": float(np.median(its)) if its else 0.0,
-        "xpbd_fraction": float(np.mean([r.xpbd for r in reports])) if reports else 0.0,
         "max_rows": max((r.rows for r in reports), default=0),
         "max_penetration_m": max((r.max_penetration for r in reports), default=0.0),
         "method": type(contacts.solver.options).__name__,

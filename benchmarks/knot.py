@@ -36,7 +36,6 @@ import _common  # noqa: E402
 
 from solver import Simulator, rod_from_polyline  # noqa: E402
 from solver.contact import Contacts, DetectionOptions, GaussSeidelOptions  # noqa: E402
-from solver.contact.report import ContactReport  # noqa: E402
 from solver.core import quaternion as quat  # noqa: E402
 
 
@@ -148,20 +147,7 @@ def run(
         "target_met": bool(abs(wr) >= 2.0 and min_gap >= -0.1 * radius),
         "method": type(contacts.solver.options).__name__,
         "tolerance": tolerance,
-    } | convergence(contacts.reports)
-
-
-def convergence(reports: list[ContactReport]) -> dict:
-    """Over the steps with contact rows: the share at the iteration cap, the median iterations, the share the schur
-    method solved with XPBD's iteration."""
-    reps = [r for r in reports if r.rows]
-    share = lambda flags: float(np.mean(flags)) if reps else 0.0  # noqa: E731
-    return {
-        "contact_steps": len(reps),
-        "cap_share": share([r.hit_cap for r in reps]),
-        "median_iterations": float(np.median([r.iterations for r in reps])) if reps else 0.0,
-        "xpbd_fraction": share([r.xpbd for r in reps]),
-    }
+    } | _common.contact_convergence(contacts.reports)
 
 
 def main() -> None:
