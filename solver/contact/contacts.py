@@ -43,8 +43,8 @@ class Contacts:
     colliders whose own ``friction`` is None; ``self_collision``: bool, or an (n,) mask of the segments that take
     part. ``method``: the solver strategy, as its frozen options (:mod:`solver.contact.solvers`: ``SchurOptions``,
     ``GaussSeidelOptions``, ``ActiveSetOptions``; experimental ``TreeResponseOptions``, ``SemismoothOptions``) or a
-    name of ``solvers.METHODS`` with its defaults. None (the default): the schur method, Newton's method on the
-    joints and contacts together, which converges on every contact benchmark (docs/notes/contacts.md); with a
+    name of ``solvers.METHODS`` with its defaults. None (the default): the schur method, the joints and contacts
+    solved together (:mod:`solver.contact.solvers.schur`; its convergence in docs/notes/contacts.md); with a
     Simulator that has no tree factorisation to eliminate over (``solver="gs"``, or a model without joints) the set
     uses Gauss–Seidel instead. A Newton method named explicitly there raises ``ValueError``. ``detection``:
     :class:`~solver.contact.detection.DetectionOptions` (self friction, margin, excluded neighbours, self-contact

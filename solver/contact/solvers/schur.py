@@ -15,14 +15,25 @@ cycling); with it by :mod:`solver.contact.disk_qp`, and Coulomb's bound λ̄_n =
 (I − μ ∂y_n/∂b) Δb = μ y_n − b (:meth:`Schur._coulomb_bound`). At the fixed point a sliding row's friction is
 −μλ_n s/|s| (s its slip): Coulomb's law with maximal dissipation.
 
-``geometric_stiffness`` (the default) makes the joints' part a Newton step on the implicit step itself: H is factored
-with M + K̃ in its mass block, K̃ the joints' geometric stiffness lumped to a positive diagonal
-(:func:`~solver.contact.solvers.schur_newton.lumped_geometric_stiffness`; Andrews, Teichmann & Kry 2017; Tournier
-et al. 2015), the right-hand side carries g, and the rod–rod rows' own lateral curvature joins the matrix by the
-Woodbury identity (:func:`~solver.contact.solvers.schur_newton.lateral_woodbury`). Where that makes the matrix
-indefinite (a stack unstable within the step), and where half the Simulator's ``max_iterations`` pass without
-convergence, the step restarts as Deul's step (:meth:`Schur._restart_as_xpbd`, reported as ``ContactReport.xpbd``).
-Newton steps are kept by a line search on the residual and the incremental potential (:meth:`Schur._backtrack`).
+``geometric_stiffness`` (the default) factors H with M + K̃ in its mass block, K̃ the joints' geometric stiffness
+lumped to a positive diagonal (:func:`~solver.contact.solvers.schur_newton.lumped_geometric_stiffness`; Andrews,
+Teichmann & Kry 2017; Tournier et al. 2015): a taut link leaving a collider no longer overshoots. What a step then
+solves:
+
+- contact with colliders only: XPBD's fixed point, the Simulator's own (Deul Eq. 22, the momentum residual g taken
+  as 0, the iteration started at the prediction, full steps). These steps then converge as the joints do without
+  contact: 3–4 iterations on a loaded tree, where Newton's method on the implicit step converged linearly;
+- steps with rod–rod rows, impacts on a collider (:meth:`Schur._impact`: the prediction carries a row's point
+  towards the collider by more than the row's rest distance and half its segment's length, or an edge row), and
+  every step with ``implicit=True``: Newton's method on the implicit step itself. The iteration starts from the
+  step's start pose (where the rows were found) where the prediction moves a segment by more than its radius, the
+  right-hand side carries g, the rod–rod rows' own lateral curvature joins the matrix by the Woodbury identity
+  (:func:`~solver.contact.solvers.schur_newton.lateral_woodbury`), and Newton steps are kept by a line search on
+  the residual and the incremental potential (:meth:`Schur._backtrack`). Where the matrix is indefinite (a stack
+  unstable within the step), and where half the Simulator's ``max_iterations`` pass without convergence, the step
+  restarts as Deul's step (:meth:`Schur._restart_as_xpbd`, reported as ``ContactReport.xpbd``). XPBD's full steps
+  cycle there (a rod tied in a knot, the rope pile).
+
 Rows: one per joint point against a collider. Why each part is there, with the runs that showed it, is in
 docs/notes/contacts.md.
 """
@@ -33,10 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core import quaternion as quat
 from ..box_qp import solve_box_qp
 from ..disk_qp import radius_sensitivity, solve_disk_qp
 from ..geometry import RowGeometry
-from ..rows import StepRows
+from ..rows import EDGE, StepRows
 from .base import SolveLog
 from .common import DirectStrategy, NewtonOptions, friction_rows, joint_merit, move, row_geometry, take
 from .schur_newton import (
@@ -54,11 +66,14 @@ from .warm import WarmStart
 class SchurOptions(NewtonOptions):
     """The rows' compliances and the Newton step's (:class:`~solver.contact.solvers.common.NewtonOptions`):
     ``line_search`` halvings at most, ``friction_rounds``: disk QPs per Newton step at most in Newton's method on
-    Coulomb's bound; ``geometric_stiffness``: the Newton step of the implicit step (momentum residual, the joints'
-    geometric stiffness, the rod–rod rows' lateral curvature) with the XPBD fallback; False: Deul's joint step
-    (Eq. 22) always, whose taut rope overshoots at the links where it leaves a collider."""
+    Coulomb's bound; ``geometric_stiffness``: K̃ in the joints' matrix, and Newton's method on the implicit step
+    with rod–rod rows and in impacts on colliders (with the XPBD fallback); False: Deul's joint step (Eq. 22)
+    always, whose taut rope overshoots at the links where it leaves a collider. ``implicit``: Newton's method on the
+    implicit step (momentum residual, the rod–rod rows' lateral curvature, the line search) in every step, also
+    with colliders alone."""
 
     geometric_stiffness: bool = True
+    implicit: bool = False
 
 
 class Schur(DirectStrategy):
@@ -71,6 +86,7 @@ class Schur(DirectStrategy):
         super().__init__(options, geometry, log)
         self.warm = WarmStart()
         self._iterations = 0  # project calls in this step
+        self._implicit = True  # this step solves the implicit step itself (:meth:`_joint_step`)
         self._last: tuple | None = None  # the line search's record of the last Newton step (:meth:`_backtrack`)
         self._last_joint_lam = np.zeros((0, 6))  # the joints' λ at the end of the last step (K̃ of a first iteration)
 
@@ -95,7 +111,7 @@ class Schur(DirectStrategy):
             return 0.0
         first = self._first_solve
         newton = self.options.geometric_stiffness and not rows.xpbd
-        if newton and self._iterations > sim.max_iterations // 2:
+        if newton and self._implicit and self._iterations > sim.max_iterations // 2:
             # half the step's iterations spent without converging: the matrix misses some curvature of the step that
             # the lateral test does not see, and XPBD's iteration takes the other half
             return self._restart_as_xpbd(sim, rows)
@@ -106,7 +122,7 @@ class Schur(DirectStrategy):
         joints = sim.step_context.joints
         dz_joint, dl_joint = joints.solve(None if momentum is None else -momentum, joint_rhs)
         lateral = None
-        if newton:
+        if momentum is not None:
             # the rod–rod rows' lateral curvature from the iterate's normal impulses (at a step's first iteration,
             # λ = 0, the last step's, as K̃), tested before the rows' own tree solves
             lam_w = rows.warm_normal if first else lin["lam_n"]
@@ -120,7 +136,7 @@ class Schur(DirectStrategy):
         potential = self._potential(sim, rows, lin, momentum, joint_rhs, start)
         if first:
             self._last = None
-        elif self._backtrack(sim, rows, merit, potential):
+        elif (self._implicit or not newton) and self._backtrack(sim, rows, merit, potential):
             return merit
         y, bound_t = self._solve_qp(rows, lin, s, q, (lo, hi), first)
         dx, dl, undo = self._take_step(sim, rows, lin, (dz_joint, dl_joint), y, responses, lateral)
@@ -135,19 +151,25 @@ class Schur(DirectStrategy):
 
     def _joint_step(self, sim, rows: StepRows, first: bool, newton: bool):
         """The joint-only Newton iteration at this iterate, taken for its factorisation of H (with M + K̃) and undone,
-        so that the contact rows are linearised at this iterate. A first iteration of a step that moves a segment by
-        more than its radius starts from the step's start pose, outside every collider, where its rows were found,
-        not from the free-flight prediction (a prediction through a collider's middle finds the far side as the
-        nearest surface). Returns the iterate (x, q, λ), the joints' C + α̃λ, g (None without geometric stiffness)
-        and K̃."""
+        so that the contact rows are linearised at this iterate. The first iteration decides how the step is solved:
+        Newton's method on the implicit step (g on the right-hand side) with rod–rod rows, in an impact on a collider
+        (a segment moving by more than its radius and :meth:`_impact`) and with ``implicit``; XPBD's fixed point from
+        the prediction otherwise. A step solving the implicit step that moves a segment by more than its radius
+        starts from the step's start pose, outside every collider, where its rows were found, not from the
+        free-flight prediction (a prediction through a collider's middle finds the far side as the nearest
+        surface). Returns the iterate (x, q, λ), the joints' C + α̃λ, g (None where the step is XPBD's) and K̃."""
         ctx = sim.step_context
         f = sim.free_index
-        if first and newton and rows.fast[f].any():
-            sim.positions[f] = ctx.start_positions[f]
-            sim.orientations[f] = ctx.start_orientations[f]
+        if first:
+            fast = newton and bool(rows.fast[f].any())
+            rod_rod = bool(np.any(rows.sb >= 0))
+            self._implicit = newton and (self.options.implicit or rod_rod or (fast and self._impact(rows)))
+            if fast and self._implicit:
+                sim.positions[f] = ctx.start_positions[f]
+                sim.orientations[f] = ctx.start_orientations[f]
         start = (sim.positions.copy(), sim.orientations.copy(), sim.lam.copy())
         joint_rhs = ctx.joints.rhs().copy()
-        momentum = momentum_residual(sim, rows.predicted) if newton else None
+        momentum = momentum_residual(sim, rows.predicted) if newton and self._implicit else None
         stiffness = None
         if newton:
             lam_k = self._last_joint_lam if first and self._last_joint_lam.shape == sim.lam.shape else sim.lam
@@ -155,6 +177,22 @@ class Schur(DirectStrategy):
         ctx.joints.iterate(stiffness)
         sim.positions[...], sim.orientations[...], sim.lam[...] = start
         return start, joint_rhs, momentum, stiffness
+
+    def _impact(self, rows: StepRows) -> bool:
+        """An impact on a collider: the prediction carries a row's axis point towards the collider, along the row's
+        normal, by more than the row's rest distance and half its segment's length (the prediction may lie beyond
+        the collider's middle, and the segment turns by more than the linearisation at the prediction holds), or a
+        row is an edge row (whose closest points, found again at every iterate, are not the surface's inside the
+        box)."""
+        (x0, q0), (x1, q1) = rows.start, rows.predicted
+        if rows.sa.size == 0 or x0.shape[0] == 0:
+            return False
+        if np.any(rows.mode == EDGE):
+            return True
+        seg, e3 = rows.sa, np.tile([0.0, 0.0, 1.0], (rows.sa.size, 1))
+        moved = x1[seg] - x0[seg] + rows.za[:, None] * (quat.rotate(q1[seg], e3) - quat.rotate(q0[seg], e3))
+        approach = -np.einsum("ij,ij->i", rows.normal, moved)
+        return bool(np.any(approach > np.maximum(rows.rest, 0.5 * self.geometry.model.lengths[seg])))
 
     def _linearise(self, sim, rows: StepRows) -> dict:
         """The contact rows at the iterate, normals first, then the friction rows' t₁ and t₂ of the contacts with
