@@ -37,8 +37,8 @@ guide's dt = 0.01·dx (s/m), dx its shortest element (https://docs.cosseratrods.
 lowered where its explicit step diverges (benchmarks/_elastica_scenes.py ``guide_dt``): 5.2e-5 s (capstan),
 1.9e-5 s (crossing: 0.01·dx diverged), 9.6e-5 s (pile). Contact stiffness and friction: _elastica_scenes.py.
 
-Measured (2 shared cores, one run each; docs/notes/contacts.md): full capstan ratio 2.35 (ours 11.6 s, creep
-2.0e-6 m, slide −6.9 %; PyElastica 4.9 s, creep 2.4e-2 m, slide −4.6 %); crossing 0.10 (ours 4.35 s, F
+Measured (2 shared cores, one run each; docs/notes/contacts.md): full capstan ratio 1.89 (ours 9.2 s, creep
+2.0e-6 m, slide −6.9 %; PyElastica 4.9 s, creep 2.4e-2 m, slide −4.6 %); crossing 0.09 (ours 4.35 s, F
 +2e-6, δ +0.11 %; PyElastica 43.6 s, F −1.9 %, δ −7.3 %, not at rest after 2 s); ``--quick`` pile (0.1 s) 134 (ours
 141 s for 20 steps, 0.088 r deep, 8 of them XPBD, 2 at the cap, median 15.5 iterations; PyElastica 1.06 s, 0.13 r).
 Capstan and crossing: 649 steps, none at the cap or XPBD, median 2 iterations. A 0.3 s pile: ratio 258 (ours 591 s,

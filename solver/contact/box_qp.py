@@ -32,9 +32,12 @@ each face afresh (:class:`_FreshFaces`), which costs less than the bordered solv
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy.linalg import lapack
+
+from ..core import compiled
 
 
 def cholesky_factor(a: np.ndarray) -> np.ndarray:
@@ -284,12 +287,16 @@ def _release(it: _Iterate, faces: _FreshFaces | _FaceSolver, g, free, wrong, tol
     it.minimiser = False
 
 
-def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol: float = 1e-12) -> BoxQPResult:
+def solve_box_qp(
+    s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol: float = 1e-12, compiled_qp: bool = True
+) -> BoxQPResult:
     """Solve the QP above by the primal active-set method (module docstring). ``s`` (n, n) symmetric positive
     definite, ``q`` (n,), bounds ``lo``/``hi`` (n,) (±inf allowed, lo ≤ hi; lo = hi fixes a variable), ``x0``
     (optional) a starting point, projected onto the box (its variables on a bound start held there).
     ``max_iterations``: subproblem solves at most (default 4 n + 20). ``rtol``: relative tolerance of the
-    multipliers' sign test and of meeting a bound."""
+    multipliers' sign test and of meeting a bound. QPs of up to ``FRESH_UP_TO`` variables run compiled
+    (:mod:`solver.contact._box_qp_kernel`, the same steps in one numba call) where the compiled path is active and
+    ``compiled_qp``; the numpy implementation here is the reference and the fallback."""
     s, q, lo, hi = _checked(s, q, lo, hi)
     n = q.size
     x = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
@@ -301,6 +308,12 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
         float(np.max(np.abs(s), initial=0.0)) * float(np.max(np.abs(x), initial=0.0)),
         1e-300,
     )
+    kernel = compiled.kernel("box_qp") if 0 < n <= FRESH_UP_TO and compiled_qp else None
+    if kernel is not None:
+        x, solves, converged, at_lo, at_hi = kernel.solve(
+            np.ascontiguousarray(s), q, lo, hi, x, fixed, cap, float(rtol), scale
+        )
+        return BoxQPResult(x, int(solves), bool(converged), at_lo, at_hi)
     faces = _FreshFaces(s) if n <= FRESH_UP_TO else _FaceSolver(s)
     it = _Iterate(x, lo, hi)
     while it.it < cap:
@@ -317,3 +330,31 @@ def solve_box_qp(s, q, lo, hi, x0=None, max_iterations: int | None = None, rtol:
             return it.result(True)
         _release(it, faces, g, free, wrong, tol)
     return it.result(False)
+
+
+def _warm_up_box_qp(kernel) -> None:
+    """Compile (or load) the box QP kernel and compare it with the numpy method on random QPs with lower, upper, two-
+    sided, fixed and free variables, from a cold and a warm start: the same solution and active set."""
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 40):
+        a = rng.standard_normal((n, n))
+        s = a @ a.T + 0.1 * np.eye(n)
+        q = 3.0 * rng.standard_normal(n)
+        lo = np.where(rng.random(n) < 0.7, -rng.random(n), -np.inf)
+        hi = np.where(rng.random(n) < 0.5, rng.random(n), np.inf)
+        lo[0] = hi[0] = min(hi[0], 0.25)  # a fixed variable
+        for x0 in (None, rng.standard_normal(n)):
+            ref = solve_box_qp(s, q, lo, hi, x0=x0, compiled_qp=False)
+            x = np.zeros(n) if x0 is None else np.clip(x0, lo, hi)
+            scale = max(float(np.max(np.abs(q))), float(np.max(np.abs(s))) * float(np.max(np.abs(x))), 1e-300)
+            out = kernel.solve(s, q, lo, hi, x, lo == hi, 4 * n + 20, 1e-12, scale)
+            if not (out[2] and ref.converged and np.allclose(out[0], ref.x, rtol=1e-9, atol=1e-12)):
+                raise RuntimeError("the compiled box QP disagrees with the numpy method")
+            if not (np.array_equal(out[3], ref.at_lower) and np.array_equal(out[4], ref.at_upper)):
+                raise RuntimeError("the compiled box QP's active set differs from the numpy method's")
+
+
+# the compiled box QP joins the compiled path (its cache key, its warm-up, compiled.kernel("box_qp"))
+compiled.register_kernel(
+    "box_qp", f"{__package__}._box_qp_kernel", Path(__file__).with_name("_box_qp_kernel.py"), _warm_up_box_qp
+)

@@ -25,11 +25,13 @@ def reference(s, q, lo, hi):
     return lsq_linear(low.T, b, bounds=(lo, hi), method="bvls", tol=1e-14).x
 
 
+@pytest.mark.parametrize("compiled_qp", [True, False])
 @pytest.mark.parametrize("seed", range(8))
-def test_the_box_qp_matches_a_bounded_least_squares_solution(seed):
+def test_the_box_qp_matches_a_bounded_least_squares_solution(seed, compiled_qp):
+    """Both implementations: the compiled kernel (where numba works) and the numpy method."""
     n = 30 + 5 * seed
     s, q, lo, hi = random_problem(n, seed)
-    res = solve_box_qp(s, q, lo, hi)
+    res = solve_box_qp(s, q, lo, hi, compiled_qp=compiled_qp)
     assert res.converged
     x_ref = reference(s, q, lo, hi)
     assert np.all(res.x >= lo) and np.all(res.x <= hi)
@@ -54,7 +56,8 @@ def test_a_warm_start_at_the_solution_needs_one_solve_and_every_start_gives_the_
         assert np.allclose(solve_box_qp(s, q, lo, hi, x0=start).x, cold.x, atol=1e-8)
 
 
-def test_the_objective_falls_with_every_iteration():
+@pytest.mark.parametrize("compiled_qp", [True, False])
+def test_the_objective_falls_with_every_iteration(compiled_qp):
     """Capped after i solves, the iterate's objective is never above the one capped after i − 1 (monotone)."""
     s, q, lo, hi = random_problem(25, 3)
 
@@ -63,7 +66,7 @@ def test_the_objective_falls_with_every_iteration():
 
     last = f(np.clip(np.zeros(25), lo, hi))
     for cap in range(1, 40):
-        value = f(solve_box_qp(s, q, lo, hi, max_iterations=cap).x)
+        value = f(solve_box_qp(s, q, lo, hi, max_iterations=cap, compiled_qp=compiled_qp).x)
         assert value <= last + 1e-9 * abs(last)
         last = value
 
@@ -101,3 +104,12 @@ def test_face_steps_through_the_schur_complement_match_a_fresh_factorisation(con
         assert np.all(p[~free] == 0.0)
         assert np.abs(p - exact).max() <= 1e-15 * cond * np.abs(exact).max()  # a backward-stable solve's error
     assert refactored >= 2  # the walk passed the limit: the base was factored again
+
+
+def test_the_compiled_kernel_runs_where_the_compiled_path_is_active():
+    from solver.core import compiled
+
+    active, why = compiled.compiled_status()
+    if not active:
+        pytest.skip(why)
+    assert compiled.kernel("box_qp") is not None  # loaded and its warm-up agreed with the numpy method
