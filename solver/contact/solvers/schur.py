@@ -23,8 +23,8 @@ solves:
 - contact with colliders only: XPBD's fixed point, the Simulator's own (Deul Eq. 22, the momentum residual g taken
   as 0, the iteration started at the prediction, full steps). These steps then converge as the joints do without
   contact: 3–4 iterations on a loaded tree, where Newton's method on the implicit step converged linearly;
-- steps with rod–rod rows, impacts on a collider (:meth:`Schur._impact`: the prediction carries a row's point
-  towards the collider by more than the row's rest distance and half its segment's length, or an edge row), and
+- steps with rod–rod rows, impacts on a collider (:meth:`Schur._impact`: the prediction carries a row's point into
+  the collider deeper than the row's rest distance and half its segment's length, or an edge row), and
   every step with ``implicit=True``: Newton's method on the implicit step itself. The iteration starts from the
   step's start pose (where the rows were found) where the prediction moves a segment by more than its radius, the
   right-hand side carries g, the rod–rod rows' own lateral curvature joins the matrix by the Woodbury identity
@@ -179,20 +179,19 @@ class Schur(DirectStrategy):
         return start, joint_rhs, momentum, stiffness
 
     def _impact(self, rows: StepRows) -> bool:
-        """An impact on a collider: the prediction carries a row's axis point towards the collider, along the row's
-        normal, by more than the row's rest distance and half its segment's length (the prediction may lie beyond
-        the collider's middle, and the segment turns by more than the linearisation at the prediction holds), or a
-        row is an edge row (whose closest points, found again at every iterate, are not the surface's inside the
-        box)."""
-        (x0, q0), (x1, q1) = rows.start, rows.predicted
-        if rows.sa.size == 0 or x0.shape[0] == 0:
+        """An impact on a collider: the prediction carries a row's axis point into the collider deeper than the
+        row's rest distance and half its segment's length (the prediction may lie beyond the collider's middle, and
+        the segment turns by more than the linearisation at the prediction holds), or a row is an edge row (whose
+        closest points, found again at every iterate, are not the surface's inside the box)."""
+        x1, q1 = rows.predicted
+        if rows.sa.size == 0 or x1.shape[0] == 0:
             return False
         if np.any(rows.mode == EDGE):
             return True
-        seg, e3 = rows.sa, np.tile([0.0, 0.0, 1.0], (rows.sa.size, 1))
-        moved = x1[seg] - x0[seg] + rows.za[:, None] * (quat.rotate(q1[seg], e3) - quat.rotate(q0[seg], e3))
-        approach = -np.einsum("ij,ij->i", rows.normal, moved)
-        return bool(np.any(approach > np.maximum(rows.rest, 0.5 * self.geometry.model.lengths[seg])))
+        seg = rows.sa
+        point = x1[seg] + rows.za[:, None] * quat.rotate(q1[seg], np.tile([0.0, 0.0, 1.0], (seg.size, 1)))
+        depth = rows.rest - np.einsum("ij,ij->i", rows.normal, point - rows.point_b)
+        return bool(np.any(depth > np.maximum(rows.rest, 0.5 * self.geometry.model.lengths[seg])))
 
     def _linearise(self, sim, rows: StepRows) -> dict:
         """The contact rows at the iterate, normals first, then the friction rows' t₁ and t₂ of the contacts with
