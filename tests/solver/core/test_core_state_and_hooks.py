@@ -121,3 +121,45 @@ def test_a_kernel_registered_late_loads_on_first_use_or_stays_off(tmp_path):
         assert compiled._KERNELS["late_broken"].failed == active
     finally:
         del compiled._KERNELS["late_good"], compiled._KERNELS["late_broken"]
+
+
+class _SolveMany:
+    """A constraint set without rows that, in the step's first iteration (after the joints' Newton iteration left its
+    factorisation), solves five random right-hand sides both ways."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def begin_step(self, sim):
+        pass
+
+    def end_step(self, sim):
+        pass
+
+    def project(self, sim):
+        if not self.seen:
+            joints = sim.step_context.joints
+            rng = np.random.default_rng(0)
+            rhs_seg = rng.standard_normal((5, sim.free_index.size, 6))
+            rhs_joint = rng.standard_normal((5,) + sim.lam.shape)
+            self.seen["many"] = joints.solve_many(rhs_seg, rhs_joint)
+            self.seen["one"] = [joints.solve(a, b) for a, b in zip(rhs_seg, rhs_joint, strict=True)]
+        return 0.0
+
+
+@pytest.mark.parametrize("use_compiled", [True, False])
+def test_solve_many_equals_one_solve_per_right_hand_side(use_compiled):
+    """``JointSystem.solve_many`` (one compiled call where the compiled solver runs) against ``solve`` per right-hand
+    side, on a branched tree after a Newton iteration."""
+    from solver.build.scenes import random_tree
+
+    if use_compiled and not compiled.compiled_status()[0]:
+        pytest.skip(compiled.compiled_status()[1])
+    sim = solver.Simulator(random_tree(30, seed=2, youngs_modulus=1e8), dt=1 / 60, compiled=use_compiled)
+    probe = _SolveMany()
+    sim.gs_constraints.append(probe)
+    sim.step()
+    many_x, many_l = probe.seen["many"]
+    for r, (one_x, one_l) in enumerate(probe.seen["one"]):
+        np.testing.assert_allclose(many_x[r], one_x, rtol=1e-12, atol=1e-14 * np.abs(one_x).max())
+        np.testing.assert_allclose(many_l[r], one_l, rtol=1e-12, atol=1e-14 * np.abs(one_l).max())
