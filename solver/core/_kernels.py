@@ -508,18 +508,6 @@ def scatter_solution(sign, node_index, t, dx, dlam):
             out[idx, i] = t[k, i]
 
 
-@nb.njit(**_JIT)
-def solve_many(sign, node_index, child_ptr, child_pos, parent_pos, node_rank, factors, rhs_seg, rhs_joint, dx, dlam):
-    """``H z = r`` for each right-hand side ``rhs_seg[r]``/``rhs_joint[r]`` with the last factorisation
-    (``factors`` = (w, lower, t, x, q, λ): t the work array), solutions into ``dx[r]``/``dlam[r]``: forward and
-    back substitution as :func:`forward_only` and :func:`backward` (no update), in one call for all of them."""
-    w, lower, t, x, q, lam = factors
-    for r in range(rhs_joint.shape[0]):
-        forward_only(sign, node_index, child_ptr, child_pos, rhs_seg[r], rhs_joint[r], w, lower, t)
-        backward(sign, parent_pos, w, lower, t, node_rank, x, q, lam, False)
-        scatter_solution(sign, node_index, t, dx[r], dlam[r])
-
-
 @nb.njit(inline="always", **_JIT)
 def _gather(src, index, dst):
     """``dst[i] = src[index[i]]``: model order to elimination order."""

@@ -596,17 +596,3 @@ class CompiledKKT:
         dx, dlam = np.empty((self.n_free, 6)), np.empty((self.n_joints, 6))
         k.scatter_solution(self._sign, self._node_indices(), self._t, dx, dlam)
         return dx, dlam
-
-    def solve_many(self, rhs_seg, rhs_joint):
-        """:meth:`solve` for k right-hand sides at once, (k, n_free, 6) and (k, m, 6), in one kernel call; returns
-        the solutions stacked the same way."""
-        if self._pending or not self.factored:
-            raise RuntimeError("CompiledKKT.solve_many called before factor")
-        count = rhs_joint.shape[0]
-        dx, dlam = np.empty((count, self.n_free, 6)), np.empty((count, self.n_joints, 6))
-        self._k.solve_many(
-            self._sign, self._node_indices(), self._child_ptr, self._child_pos, self._parent_pos, self._node_rank,
-            (self._w, self._lower, self._t, self._xe, self._qe, self._lam_e),
-            np.ascontiguousarray(rhs_seg, dtype=float), np.ascontiguousarray(rhs_joint, dtype=float), dx, dlam,
-        )  # fmt: skip
-        return dx, dlam

@@ -117,21 +117,6 @@ class JointSystem:
             raise RuntimeError("JointSystem.solve: no factorisation yet (run a Newton iteration first)")
         return kkt.solve(rhs_segments, rhs_joints)
 
-    def solve_many(self, rhs_segments: np.ndarray, rhs_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`solve` for k right-hand sides ((k, n_free, 6), (k, m, 6)), stacked the same way: one compiled
-        call where the compiled solver runs, else one solve each."""
-        kkt = self._sim._kkt
-        if kkt is None or not kkt.factored:
-            raise RuntimeError("JointSystem.solve_many: no factorisation yet (run a Newton iteration first)")
-        if hasattr(kkt, "solve_many"):
-            return kkt.solve_many(rhs_segments, rhs_joints)
-        count = rhs_joints.shape[0]
-        dz = np.empty((count,) + rhs_segments.shape[1:])
-        dl = np.empty((count,) + rhs_joints.shape[1:])
-        for r in range(count):
-            dz[r], dl[r] = kkt.solve(rhs_segments[r], rhs_joints[r])
-        return dz, dl
-
 
 class StepContext:
     """The step a hook runs in. While a step is open (from the prediction to the velocities): ``step_dt`` is Δt [s],

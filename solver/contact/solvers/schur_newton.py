@@ -97,15 +97,21 @@ def lumped_geometric_stiffness(sim, lam: np.ndarray) -> np.ndarray:
 
 def unit_responses(sim, joints, fa, fb, ga, gb):
     """H⁻¹ Jᵀ e_r for rows r with free indices ``fa``/``fb`` (−1: none) and gradients ``ga``/``gb`` (k, 6): the
-    pose's (k, n_free, 6) and the joints' (k, n_joints, 6) response to a unit impulse on each row: a tree solve of
-    the factorised ``joints`` (:class:`~solver.core.hooks.JointSystem`) per row, all in one call
-    (``JointSystem.solve_many``)."""
-    count, rows = fa.size, np.arange(fa.size)
-    force = np.zeros((count, sim.free_index.size, 6))
-    for segs, grads in ((fa, ga), (fb, gb)):
-        ok = segs >= 0
-        np.add.at(force, (rows[ok], segs[ok]), grads[ok])
-    return joints.solve_many(force, np.zeros((count,) + sim.lam.shape))
+    pose's (k, n_free, 6) and the joints' (k, n_joints, 6) response to a unit impulse on each row, one tree solve of
+    the factorised ``joints`` (:class:`~solver.core.hooks.JointSystem`) per row (as ``loop_closing`` applies loop
+    joints through the tree)."""
+    n_free = sim.free_index.size
+    resp_x = np.zeros((fa.size, n_free, 6))
+    resp_l = np.zeros((fa.size,) + sim.lam.shape)
+    zero_joint = np.zeros_like(sim.lam)
+    for r in range(fa.size):
+        force = np.zeros((n_free, 6))
+        if fa[r] >= 0:
+            force[fa[r]] += ga[r]
+        if fb[r] >= 0:
+            force[fb[r]] += gb[r]
+        resp_x[r], resp_l[r] = joints.solve(force, zero_joint)
+    return resp_x, resp_l
 
 
 def lateral_woodbury(geo, sim, joints, b, geometry, lam_n, contact_rows, dz_joint):
