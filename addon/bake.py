@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..solver import quaternion as quat
-from . import bones, keyframes, point_cache
+from . import bones, keyframes, loop, point_cache, settings
 from .bake_record import BakeRecord, curve_arrays
 from .bone_maps import local_quaternions
 from .frames import TRANSFORM_PATHS
@@ -68,10 +68,20 @@ def plan_bones(session):
 class BakeRun:
     """The simulation half of a bake, one frame per :meth:`step`, so a modal operator can show progress
     and be cancelled between frames; nothing in the scene is changed except the current frame, which
-    :meth:`close` gives back. :meth:`record` is the result once :attr:`done`."""
+    :meth:`close` gives back. :meth:`record` is the result once :attr:`done`.
+
+    The scene's Pre-roll and Loop (``settings.bake_spec``): the simulation starts ``preroll`` frames before
+    ``start`` and keys from ``start`` on; a loop keys ``start``..``start`` + Loop Length (``end`` is then that),
+    after a warm-up of whole loops (:func:`loop_preroll`), and :meth:`record` closes its seam (addon/loop.py)."""
 
     def __init__(self, scene, session, start: int, end: int, plan=None):
+        self.spec = settings.bake_spec(scene)
+        if self.spec.loop:
+            end = start + self.spec.loop
         self.scene, self.session, self.start, self.end, self.plan = scene, session, start, end, plan
+        self.preroll = loop_preroll(self.spec, session) if self.spec.loop else self.spec.preroll
+        self.preroll_left = self.preroll
+        self.seam: loop.Seam | None = None
         self.frame_before = scene.frame_current
         # one sample per frame: the bone segments' orientations (k, 4), or a curve's list of ControlPoints
         self.frames: list[np.ndarray | list] = []
@@ -83,8 +93,9 @@ class BakeRun:
         self.leaf_frames: list[np.ndarray] = []  # float32 leaf-mesh base coordinates per frame
         check_own_motion(session.source.armature)
         try:
-            session.reset(start, scene)
-            self._take()
+            session.reset(start - self.preroll, scene)
+            if not self.preroll:
+                self._take()
         except Exception:
             self.close()
             raise
@@ -105,10 +116,24 @@ class BakeRun:
 
     @property
     def frame(self) -> int:
-        return self.start + len(self.frames)
+        """The next frame to simulate (before ``start`` during the pre-roll)."""
+        return self.session.frame + 1
+
+    @property
+    def frames_total(self) -> int:
+        """Frames to simulate: the pre-roll's and the keyed ones."""
+        return self.preroll + self.end - self.start + 1
+
+    @property
+    def frames_done(self) -> int:
+        return self.preroll - self.preroll_left + len(self.frames)
 
     def step(self) -> None:
         self.session.advance_frame(self.scene)
+        if self.preroll_left:
+            self.preroll_left -= 1
+            if self.preroll_left:
+                return
         self._take()
 
     def close(self) -> None:
@@ -124,13 +149,21 @@ class BakeRun:
                     raise BakeCancelled(f"Bake of '{self.session.owner_name}' cancelled at frame {self.frame}")
                 self.step()
                 if progress is not None:
-                    progress(len(self.frames) - 1)
+                    progress(self.frames_done - 1)
         finally:
             self.close()
         return self.record()
 
     def record(self) -> BakeRecord:
         """The simulated frames as a :class:`BakeRecord`, once :attr:`done` (``seconds`` left 0 for the caller)."""
+        rec = self._record()
+        if self.spec.loop:
+            self.seam = loop.close_seam(rec, 1.0 if self.spec.blend_seam else -1.0)
+            rec.seam_ratio, rec.seam_correction = self.seam.ratio, self.seam.correction
+        rec.preroll = self.preroll
+        return rec
+
+    def _record(self) -> BakeRecord:
         s = self.session
         rec = BakeRecord(s.owner_name, "armature", self.start, self.end, s.model.n_segments)
         if s.source.armature is None:
@@ -149,6 +182,17 @@ class BakeRun:
             rec.leaves, rec.leaf_count = s.source.leaves.name, int(s.leaf_segments.size)
             rec.leaf_frames = np.array(self.leaf_frames)
         return rec
+
+
+def loop_preroll(spec, session) -> int:
+    """A loop's warm-up [frames]: with Auto Pre-roll the whole loops the tree's damping needs
+    (:func:`loop.warmup_loops`), at least the Pre-roll frames, rounded up to whole loops."""
+    n = spec.loop
+    loops = -(-spec.preroll // n)
+    if spec.auto_preroll:
+        rate = loop.decay_rate(session.spec.rod.damping, session.spec.scene.damping_ratio)
+        loops = max(loops, loop.warmup_loops(rate, n * session.frame_time, owner=session.owner_name))
+    return loops * n
 
 
 def run_bake(scene, session, start: int, end: int, plan=None, progress=None, cancel=None) -> BakeRecord:

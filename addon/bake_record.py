@@ -5,7 +5,8 @@ after a trip through a file (a forest's worker saves one per tree). Only numpy: 
 import, so it loads (and is tested) without Blender.
 
 On disk (``numpy.savez``, no pickled objects; the forest cache's ``tree_<k>.npz``), keys ``format``,
-``version``, ``name``, ``kind`` ("armature" or "curve"), ``start``, ``end``, ``segments``, ``seconds``, and
+``version``, ``name``, ``kind`` ("armature" or "curve"), ``start``, ``end``, ``segments``, ``seconds``,
+``preroll`` (frames simulated before ``start``), a loop's ``seam_ratio`` and ``seam_correction``, and
 
 - armature: ``q_seg`` (F, S, 4) float64, the world orientations (w, x, y, z) of the segments the bones follow
   per frame (S = the bones, then the bones the bake adds); ``q_rest`` (S, 4) their rest orientations;
@@ -22,6 +23,7 @@ On disk (``numpy.savez``, no pickled objects; the forest cache's ``tree_<k>.npz`
 from __future__ import annotations
 
 import io
+import math
 import os
 from dataclasses import dataclass, field, fields
 
@@ -29,7 +31,8 @@ import numpy as np
 
 FORMAT, VERSION = "stiff_rods_forest", 1
 _TEXT = ("name", "kind", "leaves")  # 0-d string arrays on disk
-_COUNTS = ("start", "end", "segments", "leaf_count")  # 0-d integer arrays on disk
+_COUNTS = ("start", "end", "segments", "leaf_count", "preroll")  # 0-d integer arrays on disk
+_FLOATS = ("seconds", "seam_ratio", "seam_correction")
 
 
 def _empty(*shape: int) -> np.ndarray:
@@ -47,6 +50,9 @@ class BakeRecord:
     end: int
     segments: int
     seconds: float = 0.0
+    preroll: int = 0  # frames simulated before ``start``
+    seam_ratio: float = math.nan  # a loop's seam (addon/loop.py), NaN for no loop
+    seam_correction: float = 0.0  # a loop's largest blend: rad (bones) or m (curve points)
     # armature
     q_seg: np.ndarray = field(default_factory=lambda: _empty(0, 0, 4))
     q_rest: np.ndarray = field(default_factory=lambda: _empty(0, 4))
@@ -98,6 +104,10 @@ class BakeRecord:
             rec.update(kind="curve", spline=self.spline, bezier=self.bezier, count=self.count, w=self.w)
             rec.update(co=self.co, handle_left=self.handle_left, handle_right=self.handle_right)
         rec["seconds"] = self.seconds
+        if self.preroll:
+            rec["preroll"] = self.preroll
+        if not math.isnan(self.seam_ratio):
+            rec.update(seam_ratio=self.seam_ratio, seam_correction=self.seam_correction)
         return rec
 
     @classmethod
@@ -110,7 +120,9 @@ class BakeRecord:
         for key in _COUNTS:
             if key in rec:
                 rec[key] = int(rec[key])
-        rec["seconds"] = float(rec.get("seconds", 0.0))
+        for key in _FLOATS:
+            if key in rec:
+                rec[key] = float(rec[key])
         for key in ("bone_names", "plan_names"):
             if key in rec:
                 rec[key] = [str(x) for x in rec[key]]

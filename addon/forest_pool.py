@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import bpy
 
-from . import reader, wind
+from . import reader, settings, wind
 from .bake import plan_bones, run_bake
 from .bake_record import BakeRecord
 from .forest_records import new_manifest, save_record, write_manifest
@@ -44,7 +44,7 @@ def bake_tree(scene, name: str, start: int, end: int, progress=None) -> BakeReco
         raise reader.ReadError(f"No object '{name}' in the scene")
     t0 = time.perf_counter()
     s = Session(obj, scene)
-    s.set_wind(wind.SceneWind.from_scene(scene))
+    s.set_wind(wind.SceneWind.from_scene(scene, loop=settings.bake_spec(scene).loop > 0))
     rec = run_bake(scene, s, start, end, plan_bones(s), progress)
     rec.seconds = time.perf_counter() - t0  # the model's building included
     return rec

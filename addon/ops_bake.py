@@ -7,12 +7,13 @@ timer tick, Esc cancels), both stepping one :class:`bake.BakeRun` into a :class:
 
 from __future__ import annotations
 
+import math
 import time
 
 import bpy
 from bpy.props import IntProperty
 
-from . import bake, bones, forest, ops_common, reader, wind
+from . import bake, bones, forest, ops_common, reader, settings, wind
 from .checks import RUNNING, active_tree, check_bake, tree_session
 
 
@@ -54,7 +55,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             owner = active_tree(context) if owner is None else owner
             check_bake(owner)
             s = tree_session(context, rebuild=True, owner=owner)
-            s.set_wind(wind.SceneWind.from_scene(scene))
+            s.set_wind(wind.SceneWind.from_scene(scene, loop=settings.bake_spec(scene).loop > 0))
         except (reader.ReadError, ValueError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -93,7 +94,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         """:meth:`_prepare`, then the progress bar over the frame range; a set (CANCELLED) on bad input."""
         failed = self._prepare(context, owner)
         if not failed:
-            context.window_manager.progress_begin(0, self._run.end - self._run.start + 1)
+            context.window_manager.progress_begin(0, self._run.frames_total)
         return failed
 
     def _execute(self, context, owner=None):
@@ -152,7 +153,7 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             t_end = time.perf_counter() + 0.1  # bounded work per tick keeps Blender responsive
             while not self._run.done and time.perf_counter() < t_end:
                 self._run.step()
-            wm.progress_update(len(self._run.frames))
+            wm.progress_update(self._run.frames_done)
         except Exception as exc:
             self._stop_modal(context)
             return self._fail(exc)
@@ -162,9 +163,30 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         self._finish_run()
         return self._write(context, self._run.record())
 
+    def _report_seam(self, record: bake.BakeRecord) -> None:
+        """A loop's seam: blended (its largest correction) or not (a warning: the warm-up was too short)."""
+        if record.seam_ratio != record.seam_ratio:  # NaN: no loop
+            return
+        unit = "°" if record.kind == "armature" else " m"
+        size = math.degrees(record.seam_correction) if record.kind == "armature" else record.seam_correction
+        if record.seam_ratio <= 1.0:
+            blended = f", blended over the loop (at most {size:.3g}{unit})" if record.seam_correction > 0 else ""
+            self.report(
+                {"INFO"},
+                f"Loop of {record.end - record.start} frames after {record.preroll} frames of warm-up: seam "
+                f"{record.seam_ratio:.3g} of a frame's motion{blended}",
+            )
+            return
+        self.report(
+            {"WARNING"},
+            f"Loop of '{record.name}': the sway has not settled into the loop after {record.preroll} frames of "
+            f"warm-up (seam {record.seam_ratio:.2f} times a frame's motion): raise Pre-roll, or Damping",
+        )
+
     def _write(self, context, record: bake.BakeRecord):
         """Key the baked tree (bake.write_bake) and say what was written."""
         written = bake.write_bake(record, bpy.data.objects)
+        self._report_seam(record)
         if record.kind == "armature":
             added = len(record.plan_names)
             what = f"{len(record.bone_names) + added} bones" + (f" ({added} added)" if added else "")

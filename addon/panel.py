@@ -126,6 +126,19 @@ def _draw_wind(layout, sc) -> None:
         col.prop(sc, "storm_seed")
 
 
+def _draw_bake(layout, sc) -> None:
+    """Pre-roll and the seamless loop."""
+    box = layout.box()
+    box.label(text="Bake")
+    box.prop(sc, "use_loop")
+    if sc.use_loop:
+        col = box.column(align=True)
+        col.prop(sc, "loop_frames")
+        col.prop(sc, "use_auto_preroll")
+        col.prop(sc, "use_seam_blend")
+    box.prop(sc, "preroll_frames")
+
+
 def _draw_forest(layout, context, sc) -> None:
     """The forest's collection and workers, the trees the operators would act on, and the running bake's status."""
     box = layout.box()
@@ -172,6 +185,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         sc = context.scene.stiff_rods
         _draw_solver(layout, sc)
         _draw_wind(layout, sc)
+        _draw_bake(layout, sc)
         _draw_forest(layout, context, sc)
         row = layout.row(align=True)
         row.operator("stiff_rods.convert")

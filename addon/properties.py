@@ -392,6 +392,35 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         description="Convert, Simulate, Bake and Free Bake act on every tree and curve of this collection "
         "(and of its child collections); empty: on the selected ones",
     )
+    preroll_frames: IntProperty(
+        name="Pre-roll",
+        default=0,
+        min=0,
+        soft_max=2000,
+        description="Frames simulated before the start frame and not keyed: the tree starts the bake already "
+        "moving in the wind it meets there (a loop: the warm-up before the keyed loop)",
+    )
+    use_loop: BoolProperty(
+        name="Loop",
+        default=False,
+        description="Bake a seamless loop of Loop Length frames from the start frame: the wind repeats with "
+        "the loop's period, the tree is warmed up until its sway repeats, and the last key equals the first",
+    )
+    loop_frames: IntProperty(
+        name="Loop Length", default=120, min=2, soft_max=1000, description="Frames of one loop (foliage: 120–250)"
+    )
+    use_seam_blend: BoolProperty(
+        name="Blend Seam",
+        default=True,
+        description="Loop: spread what is left of the change across the seam over the loop, so the last key "
+        "equals the first; only when it is less than a frame's motion (the Bake reports its size)",
+    )
+    use_auto_preroll: BoolProperty(
+        name="Auto Pre-roll",
+        default=True,
+        description="Loop: warm up for at least as many whole loops as the tree's damping needs to bring the "
+        "start-up sway under 1 % (more when Pre-roll is longer)",
+    )
     forest_workers: IntProperty(
         name="Parallel Workers",
         default=2,

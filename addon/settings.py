@@ -7,7 +7,7 @@ Takes the Blender objects it is given (an object with ``stiff_rods`` settings, a
 from __future__ import annotations
 
 from .frames import unit_scale
-from .spec import RodSpec, SceneSpec, SimulationSpec, SolverSpec, StormSpec, WindSpec, preset_constants
+from .spec import BakeSpec, RodSpec, SceneSpec, SimulationSpec, SolverSpec, StormSpec, WindSpec, preset_constants
 
 
 def material(settings) -> tuple[float, float, float]:
@@ -80,7 +80,14 @@ def wind_spec(scene) -> WindSpec:
         turbulence_length=ss.storm_turbulence_length,
         seed=ss.storm_seed,
     )
-    return WindSpec(ss.use_force_fields, ss.field_speed_scale, ss.use_storm, storm)
+    period = ss.loop_frames * scene_spec(scene).frame_time  # a loop's wind repeats with the Loop Length
+    return WindSpec(ss.use_force_fields, ss.field_speed_scale, ss.use_storm, storm, period)
+
+
+def bake_spec(scene) -> BakeSpec:
+    """The scene's Pre-roll and Loop settings."""
+    ss = scene.stiff_rods
+    return BakeSpec(ss.preroll_frames, ss.loop_frames if ss.use_loop else 0, ss.use_auto_preroll, ss.use_seam_blend)
 
 
 def simulation_spec(obj, scene) -> SimulationSpec:

@@ -150,3 +150,16 @@ class WindSpec:
     field_speed_scale: float = 1.0
     use_storm: bool = False
     storm: StormSpec = StormSpec()
+    period: float = 5.0  # [s]: a loop bake's wind repeats with this period (the Loop Length)
+
+
+@dataclass(frozen=True)
+class BakeSpec:
+    """How Bake runs: ``preroll`` frames simulated before the start frame and not keyed; ``loop`` frames of a
+    seamless loop (0: no loop), warmed up for ``preroll`` frames, or with ``auto_preroll`` for at least the
+    whole loops the damping needs (addon/loop.py); ``blend_seam``: close a settled loop's seam (addon/loop.py)."""
+
+    preroll: int = 0
+    loop: int = 0
+    auto_preroll: bool = True
+    blend_seam: bool = True

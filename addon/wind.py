@@ -20,6 +20,10 @@ Unit Scale (1 Blender unit = Unit Scale m); speeds are m/s whatever the unit sca
 
 Fields are read at every simulated frame when they are animated (strength, noise, transform), so
 keyframed gusts and turning fields work in Simulate and Bake.
+
+A loop bake (Bake > Loop) blows a wind that repeats with the loop's period (``WindField(period=T)``): the
+fields as they are at the start frame, the storm at its peak speed with its gusts and turbulence. An
+animated wind field cannot repeat and is refused by name.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def _frame_of(obj, unit: float):
 class SceneWind:
     """The wind of a scene as one solver wind (``velocity(points, t)``), refreshed frame by frame."""
 
-    def __init__(self, scene, field_objects, storm: bool):
+    def __init__(self, scene, field_objects, storm: bool, period: float | None = None, steady: bool = False):
         self.scene = scene  # its wind settings are read again at every frame (Field Speed may change live)
         self.field_objects = field_objects
         self.use_storm = storm
@@ -78,10 +82,20 @@ class SceneWind:
         self.storm = None
         self.wind = WindSum([])
         self.fps = scene.render.fps / scene.render.fps_base
+        self.period = period  # [s] of a loop bake's wind, or None
+        self.steady = steady or period is not None  # the start frame's fields, the storm's peak
+        if self.steady:
+            moving = [o.name for o in field_objects if animated(o, paths=("",))]
+            if moving:
+                raise ValueError(
+                    f"Loop: the wind field '{moving[0]}' is animated, and a loop needs a wind that repeats: "
+                    "remove its animation or turn Loop off"
+                )
 
     @classmethod
-    def from_scene(cls, scene):
-        """The scene's wind, or None when there is none (no drag is added then)."""
+    def from_scene(cls, scene, loop: bool = False, periodic: bool = True):
+        """The scene's wind, or None when there is none (no drag is added then). ``loop``: a loop bake's wind,
+        repeating with the Loop Length's period (``periodic`` False: the same steady wind, not repeating)."""
         ws = wind_spec(scene)
         objs = []
         if ws.use_force_fields:
@@ -95,7 +109,7 @@ class SceneWind:
             ]
         if not objs and not ws.use_storm:
             return None
-        return cls(scene, objs, ws.use_storm)
+        return cls(scene, objs, ws.use_storm, ws.period if loop and periodic else None, steady=loop)
 
     def read(self, scene, frame: int, t: float, first: bool = False) -> None:
         """Parameters at ``frame`` (the scene is evaluated at that frame), simulation time ``t`` [s]."""
@@ -103,6 +117,8 @@ class SceneWind:
         scale, unit = ws.field_speed_scale, self.unit
         if first:
             self.start_frame, self.start_t = frame, t
+        elif self.steady:
+            return  # a loop's wind is the start frame's, repeating
         for i, obj in enumerate(self.field_objects):
             f = obj.field
             origin, direction = _frame_of(obj, unit)
@@ -113,6 +129,7 @@ class SceneWind:
                     origin=origin,
                     gust_intensity=GUST_PER_NOISE * f.noise,
                     seed=int(f.seed),
+                    period=self.period,
                     **_falloff(f, unit),
                 )
             else:
@@ -123,6 +140,7 @@ class SceneWind:
                     turbulence_speed=abs(f.strength) * scale,
                     turbulence_length=max(unit * float(f.size), 1e-3),
                     seed=int(f.seed),
+                    period=self.period,
                     **_falloff(f, unit),
                 )
             self.fields[i] = WindField(**params)
@@ -138,8 +156,8 @@ class SceneWind:
             raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
         t0, t1, t2, t3 = (sec(f) for f in frames)
         peak = ss.peak_speed
-        return WindField(
-            speed=lambda t: storm_speed(t, t0, t1, t2, t3, peak),
+        return WindField(  # a loop blows the peak, repeating
+            speed=peak if self.steady else lambda t: storm_speed(t, t0, t1, t2, t3, peak),
             direction=(math.cos(a), math.sin(a), 0.0),
             profile="power",
             reference_height=10.0,
@@ -148,6 +166,7 @@ class SceneWind:
             turbulence_intensity=ss.turbulence,
             turbulence_length=ss.turbulence_length,
             seed=ss.seed,
+            period=self.period,
         )
 
     def drag(self, model, drag_coefficient: float = 1.2):

@@ -76,8 +76,12 @@ from .core import quaternion as quaternion  # unit quaternions (w, x, y, z) as a
 from .core import rod_from_polyline as rod_from_polyline
 from .core import set_compiled_cache as set_compiled_cache
 from .models import ROD_MODELS as ROD_MODELS
+from .models import BranchModes as BranchModes
 from .models import RodSet as RodSet
+from .models import TreeModes as TreeModes
+from .models import branch_modes as branch_modes
 from .models import make_rod as make_rod
+from .models import tree_modes as tree_modes
 
 __all__ = sorted(
     name for name, value in globals().items() if not name.startswith("_") and not isinstance(value, types.ModuleType)

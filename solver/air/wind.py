@@ -27,6 +27,14 @@ call order, and evaluation is a few matrix products over all points at once.
   |x − o|, ``"tube"`` the distance from the line through o along the direction, ``"plane"`` the
   distance |(x − o)·d| from the plane through o normal to the direction — and factor 0 beyond
   ``max_distance``, 1 inside ``min_distance``, else (1 + r − r_min)^(−``falloff_power``). ``"none"``: 1.
+* Periodic wind (``period`` T [s], for seamless loops): every frequency is a harmonic of 1/T, so
+  u(x, t + T) = u(x, t), and the field is still one function of (x, t) (trees in a forest sway
+  coherently). It needs a constant mean speed and direction. Gusts are a sum of the harmonics n/T over the
+  band [¼, 4] × ``gust_frequency``, each with the free field's variance on its log-width (the first harmonic
+  also carries the slower part), so their intensity over one period is ``gust_intensity``.
+  Each turbulence mode keeps its wavevector k (the spatial correlation is unchanged); its eddy frequency
+  ω_k is shifted so that its whole temporal frequency U k·d + ω_k, frozen advection included, is the
+  nearest multiple of 2π/T (a shift of at most π/T; modes that round to 0 stand still).
 """
 
 from __future__ import annotations
@@ -101,6 +109,7 @@ class WindField:
     ``turbulence_speed`` [m/s] is an absolute turbulence standard deviation added to
     ``turbulence_intensity`` × mean speed (a Blender Turbulence field has turbulence but no mean wind).
     ``modes``: number of turbulence Fourier modes (more: closer to the ideal correlation, slower).
+    ``period`` [s]: a wind that repeats with this period (seamless loops), or None.
     """
 
     def __init__(  # noqa: PLR0913 (the public keyword options of a wind, each checked by a _set_* method)
@@ -125,6 +134,7 @@ class WindField:
         min_distance: float = 0.0,
         max_distance: float = math.inf,
         modes: int = 64,
+        period: float | None = None,
     ):
         self._set_mean(speed, direction)
         self._set_profile(profile, reference_height, ground_height, power_exponent, roughness_length)
@@ -135,6 +145,9 @@ class WindField:
         if int(modes) != modes or modes < 1:
             raise ValueError(f"modes must be an integer ≥ 1, got {modes!r}")
         self._draw_modes(int(modes))
+        self.period = None if period is None else _finite_positive("period", period)
+        if self.period is not None:
+            self._make_periodic(self.period)
 
     def _set_mean(self, speed, direction) -> None:
         """The mean speed [m/s] and direction: each a callable of time or a constant (one of the two is None)."""
@@ -200,6 +213,7 @@ class WindField:
         rng_g = np.random.default_rng([self.seed, 0])
         self._gust_freq = self.gust_frequency * np.exp(rng_g.uniform(np.log(0.25), np.log(4.0), GUST_MODES))
         self._gust_phase = rng_g.uniform(0.0, 2.0 * np.pi, GUST_MODES)
+        self._gust_amp = np.full(GUST_MODES, math.sqrt(2.0 / GUST_MODES))
         rng_t = np.random.default_rng([self.seed, 1])
         k = rng_t.normal(size=(n, 3)) / self.turbulence_length  # 1/m
         e = np.cross(k, rng_t.normal(size=(n, 3)))
@@ -210,6 +224,28 @@ class WindField:
         self._phase = rng_t.uniform(0.0, 2.0 * np.pi, n)
         # D at t = 0, ±h, ±2h, … (cached; only for a time-varying mean wind)
         self._adv_grid = {1.0: np.zeros((1, 3)), -1.0: np.zeros((1, 3))}
+
+    def _make_periodic(self, period: float) -> None:
+        """Every frequency a harmonic of 1/``period`` [s] (see the module docstring)."""
+        if self._speed_const is None or self._direction_const is None:
+            raise ValueError("a periodic wind needs a constant speed and direction (not callables of t)")
+        f = 1.0 / period
+        self._periodic_gusts(period)
+        advect = self._speed_const * (self._k @ self._direction_const)  # rad/s of the frozen advection
+        harmonic = 2.0 * np.pi * f * np.round((advect + self._omega) / (2.0 * np.pi * f))
+        self._omega = harmonic - advect
+
+    def _periodic_gusts(self, period: float) -> None:
+        """Gusts on the harmonics n/T of the band [¼, 4] × gust_frequency: each harmonic carries the free field's
+        variance on its log-width [n − ½, n + ½] (the first also what lies below it), random phases."""
+        lo, hi = 0.25 * self.gust_frequency * period, 4.0 * self.gust_frequency * period  # in harmonics
+        n = np.arange(1, max(1, round(hi)) + 1, dtype=float)
+        bottom = np.where(n == 1.0, min(lo, 0.5), np.maximum(n - 0.5, lo))
+        width = np.log(np.maximum(np.minimum(n + 0.5, max(hi, 1.5)), bottom) / bottom)
+        keep = width > 0.0
+        self._gust_freq = n[keep] / period
+        self._gust_amp = np.sqrt(2.0 * width[keep] / width[keep].sum())  # variance Σ a²/2 = 1
+        self._gust_phase = np.random.default_rng([self.seed, 2]).uniform(0.0, 2.0 * np.pi, int(keep.sum()))
 
     # ------------------------------------------------------------------ time functions
     def mean_speed(self, t: float) -> float:
@@ -233,7 +269,7 @@ class WindField:
         """``max(0, 1 + I_g g(t))``: the gust multiplier of the mean speed (1 without gusts)."""
         if self.gust_intensity == 0.0:
             return 1.0
-        g = math.sqrt(2.0 / GUST_MODES) * np.sum(np.cos(2.0 * np.pi * self._gust_freq * t + self._gust_phase))
+        g = float(self._gust_amp @ np.cos(2.0 * np.pi * self._gust_freq * t + self._gust_phase))
         return max(0.0, 1.0 + self.gust_intensity * float(g))
 
     def advection(self, t: float) -> np.ndarray:

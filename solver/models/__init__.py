@@ -2,11 +2,13 @@
 position and orientation based Cosserat rods (``paobcr``) and position-based elastic rods (``pber``),
 both on ``position_based_rod``, a force-based deformable linear object (``dlo``) with the explicit
 integrators of ``integrators``, all by name in ``rod_models``; ``rod_set`` runs one such rod per branch
-behind the Simulator-like face the add-on uses.
+behind the Simulator-like face the add-on uses. ``modes``: natural frequencies and modal damping of a
+RodModel linearised about its pose, per branch (:func:`branch_modes`) and for the whole forest.
 """
 
 from .dlo import DLORod
 from .integrators import INTEGRATORS, get_integrator
+from .modes import BranchModes, TreeModes, branch_modes, tree_modes
 from .paobcr import PaOBCRRod
 from .pber import PBERRod
 from .rod_interface import PolylineRod, RodSettings
@@ -26,4 +28,8 @@ __all__ = [
     "get_integrator",
     "RodSet",
     "RodSetOptions",
+    "branch_modes",
+    "tree_modes",
+    "BranchModes",
+    "TreeModes",
 ]

@@ -12,7 +12,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "_stiff_rods_nobpy"
-PURE_MODULES = ("spec", "settings", "builder", "kinematics", "leaf_skinning", "bone_maps", "frames", "bake_record")
+PURE_MODULES = (
+    "spec",
+    "settings",
+    "builder",
+    "kinematics",
+    "leaf_skinning",
+    "bone_maps",
+    "frames",
+    "bake_record",
+    "loop",
+    "skin_fit",
+)
 
 
 def load_package() -> str:

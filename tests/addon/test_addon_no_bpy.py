@@ -87,6 +87,11 @@ def _scene(**changes):
         damping_ratio=0.05,
         damping_frequency=1.5,
         use_scene_gravity=True,
+        preroll_frames=0,
+        use_loop=False,
+        loop_frames=120,
+        use_auto_preroll=True,
+        use_seam_blend=True,
     )
     ss.update(changes)
     return SimpleNamespace(
@@ -152,3 +157,11 @@ def test_wind_settings_become_a_spec(addon):
     assert (w.use_force_fields, w.field_speed_scale, w.use_storm) == (False, 2.0, True)
     assert w.storm.frames == (1, 10, 20, 30) and w.storm.peak_speed == 25.0 and w.storm.direction == 90.0
     assert (w.storm.gusts, w.storm.turbulence, w.storm.turbulence_length, w.storm.seed) == (0.2, 0.1, 4.0, 3)
+    assert w.period == 120 * 1.001 / 30  # a loop bake's wind repeats with the Loop Length
+
+
+def test_bake_settings_become_a_spec(addon):
+    settings = addon("settings")
+    b = settings.bake_spec(_scene(preroll_frames=48, use_loop=True, loop_frames=96, use_seam_blend=False))
+    assert (b.preroll, b.loop, b.auto_preroll, b.blend_seam) == (48, 96, True, False)
+    assert settings.bake_spec(_scene(loop_frames=96)).loop == 0  # Loop off: no loop, whatever its length
