@@ -71,15 +71,17 @@ class BakeRun:
     :meth:`close` gives back. :meth:`record` is the result once :attr:`done`.
 
     The scene's Pre-roll and Loop (``settings.bake_spec``): the simulation starts ``preroll`` frames before
-    ``start`` and keys from ``start`` on; a loop keys ``start``..``start`` + Loop Length (``end`` is then that),
-    after a warm-up of whole loops (:func:`loop_preroll`), and :meth:`record` closes its seam (addon/loop.py)."""
+    ``start`` and keys from ``start`` on; a loop keys ``start``..``start`` + Loop Length (``end`` is then that)
+    after a warm-up of whole loops (:func:`loop_warmup`: with Auto Pre-roll until a loop repeats itself, at most
+    ``preroll`` frames), and :meth:`record` closes its seam (addon/loop.py)."""
 
     def __init__(self, scene, session, start: int, end: int, plan=None):
         self.spec = settings.bake_spec(scene)
         if self.spec.loop:
             end = start + self.spec.loop
         self.scene, self.session, self.start, self.end, self.plan = scene, session, start, end, plan
-        self.preroll = loop_preroll(self.spec, session) if self.spec.loop else self.spec.preroll
+        self.warmup = loop_warmup(self.spec, session) if self.spec.loop else None
+        self.preroll = self.warmup.most * self.spec.loop if self.warmup else self.spec.preroll
         self.preroll_left = self.preroll
         self.seam: loop.Seam | None = None
         self.frame_before = scene.frame_current
@@ -94,6 +96,8 @@ class BakeRun:
         check_own_motion(session.source.armature)
         try:
             session.reset(start - self.preroll, scene)
+            if self.warmup is not None:
+                self.warmup.add(session.frame_state()[0])
             if not self.preroll:
                 self._take()
         except Exception:
@@ -132,6 +136,8 @@ class BakeRun:
         self.session.advance_frame(self.scene)
         if self.preroll_left:
             self.preroll_left -= 1
+            if self.warmup is not None and self.warmup.add(self.session.frame_state()[0]):
+                self.preroll, self.preroll_left = self.warmup.loops * self.spec.loop, 0  # it repeats: key it
             if self.preroll_left:
                 return
         self._take()
@@ -184,15 +190,16 @@ class BakeRun:
         return rec
 
 
-def loop_preroll(spec, session) -> int:
-    """A loop's warm-up [frames]: with Auto Pre-roll the whole loops the tree's damping needs
-    (:func:`loop.warmup_loops`), at least the Pre-roll frames, rounded up to whole loops."""
+def loop_warmup(spec, session) -> loop.Warmup:
+    """A loop's warm-up: the Pre-roll frames rounded up to whole loops; with Auto Pre-roll at least one loop and
+    until a loop repeats itself, at most the whole loops the tree's damping needs (:func:`loop.warmup_loops`)."""
     n = spec.loop
     loops = -(-spec.preroll // n)
-    if spec.auto_preroll:
-        rate = loop.decay_rate(session.spec.rod.damping, session.spec.scene.damping_ratio)
-        loops = max(loops, loop.warmup_loops(rate, n * session.frame_time, owner=session.owner_name))
-    return loops * n
+    if not spec.auto_preroll:
+        return loop.Warmup(n, loops, loops)
+    rate = loop.decay_rate(session.spec.rod.damping, session.spec.scene.damping_ratio)
+    most = loop.warmup_loops(rate, n * session.frame_time, owner=session.owner_name)
+    return loop.Warmup(n, max(loops, 1), max(loops, most))
 
 
 def run_bake(scene, session, start: int, end: int, plan=None, progress=None, cancel=None) -> BakeRecord:

@@ -63,11 +63,19 @@ def open_blend(path: str) -> None:
     open_blend.key = key  # type: ignore[attr-defined]
 
 
-def bake_one(blend: str, name: str, start: int, end: int, progress=None) -> dict:
+def set_scene_settings(scene, settings):
+    """Set the scene's Stiff Rods settings ``settings`` (name → value) before a bake."""
+    for key, value in settings.items():
+        setattr(scene.stiff_rods, key, value)
+
+
+def bake_one(blend: str, name: str, start: int, end: int, progress=None, settings: dict | None = None) -> dict:
     """Open ``blend`` (if needed) and bake tree ``name``: ``{"tree", "record" (bytes of the .npz) or None,
-    "error" (a message) or None, "seconds", "segments", "pid"}``. Bad input and solver failures come back as
-    ``error``; anything else (a file that cannot be read) raises, so a scheduler may retry elsewhere."""
+    "error" (a message) or None, "seconds", "segments", "pid"}``. ``settings``: the scene's Stiff Rods settings
+    to set first (name → value, e.g. ``use_loop``). Bad input and solver failures come back as ``error``; anything
+    else (a file that cannot be read) raises, so a scheduler may retry elsewhere."""
     open_blend(blend)
+    set_scene_settings(bpy.context.scene, settings or {})
     out: dict = dict(tree=name, record=None, error=None, seconds=None, segments=None, pid=os.getpid())
     try:
         rec = bake_tree(bpy.context.scene, name, start, end, progress)
@@ -348,7 +356,8 @@ class ForestPool:
         done = sum(e["status"] == "done" for e in entries)
         failed = {e["name"]: e["error"] for e in entries if e["status"] == "failed"}
         with self.lock:
-            running = sum(w.frames for w in self.workers if w.tree is not None)
+            # a worker's frames include its pre-roll: counted up to the tree's share
+            running = sum(min(w.frames, self.frames_per_tree) for w in self.workers if w.tree is not None)
         frames_done = (done + len(failed)) * self.frames_per_tree + running
         frames_total = len(entries) * self.frames_per_tree
         elapsed = time.perf_counter() - (self.t0 or time.perf_counter())

@@ -5,15 +5,17 @@ start-up transient is a free vibration, and damping makes it decay. The model's 
 (v' = −c v, c = the object's Damping [1/s]) makes every mode's amplitude fall at least as e^(−c t / 2); a damping
 ratio ζ at a mode frequency f (the scene's Damping Ratio) as e^(−2π f ζ t) for that mode. Stiffer modes decay
 faster still (the integrator's own damping), so the slowest rate bounds the warm-up: :func:`warmup_loops` takes
-the whole loops that bring the transient under ``fraction`` of its size (1 % by default: at the default
-Damping of 0.5/s, e^(−0.25 t) falls to 1 % in 18.4 s, 4 loops of 5 s).
+the whole loops that bring the transient under ``fraction`` of its size (0.1 % by default: at the default
+Damping of 0.5/s, e^(−0.25 t) falls to 0.1 % in 27.6 s, 6 loops of 5 s). :class:`Warmup` stops earlier, at the
+first loop that repeats itself (its seam under ``SETTLED_SEAM`` of a frame's motion): a stiff tree whose
+integrator damps it more settles in one or two loops.
 
 A loop bake keys frames start..start+N, frame start+N one period after frame start. :func:`close_seam` measures
 the seam: the change from frame start+N to frame start (the rotation of each keyed segment, or a point's
-displacement) over the median frame-to-frame change. Where the sway has settled the ratio is small and the
-change is spread linearly over the loop (frame i moved by i/N of it), so frame start+N equals frame start and
-the loop plays without a jump; the correction is measured and reported. Where it is not (ratio above 1), the
-keys stay as simulated and the caller warns: the pre-roll was too short.
+displacement), rms over the segments, over the median of the same rms frame-to-frame change. Where the sway has
+settled the ratio is small and the change is spread linearly over the loop (frame i moved by i/N of it), so frame
+start+N equals frame start and the loop plays without a jump; the correction is measured and reported. Where it is
+not (ratio above 1), the keys stay as simulated and the caller warns: the pre-roll was too short.
 
 Only numpy and the solver's quaternions: tested without Blender.
 """
@@ -27,7 +29,8 @@ import numpy as np
 
 from ..solver import quaternion as quat
 
-SETTLED = 0.01  # the transient's amplitude left after the warm-up, as a fraction of its start
+SETTLED = 1e-3  # the transient's amplitude left after the longest warm-up, as a fraction of its start
+SETTLED_SEAM = 0.1  # a warm-up loop whose seam is under this fraction of a frame's motion repeats itself
 MOST_LOOPS = 200  # the automatic warm-up's cap, in loops
 
 
@@ -70,13 +73,18 @@ def _angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return 2.0 * np.arctan2(np.linalg.norm(r[..., 1:], axis=-1), np.abs(r[..., 0]))
 
 
+def _rms(x: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.mean(x * x, axis=-1)) if x.shape[-1] else np.zeros(x.shape[:-1])
+
+
 def _ratio(seam: np.ndarray, steps: np.ndarray) -> float:
-    """The largest seam change over the median frame-to-frame change (inf when nothing moves but the seam)."""
-    scale = float(np.median(steps)) if steps.size else 0.0
-    worst = float(seam.max()) if seam.size else 0.0
+    """The rms seam change over the median rms frame-to-frame change (``seam`` (S,), ``steps`` (N, S)); inf when
+    nothing moves but the seam."""
+    scale = float(np.median(_rms(steps))) if steps.size else 0.0
+    size = float(_rms(seam)) if seam.size else 0.0
     if scale > 0.0:
-        return worst / scale
-    return 0.0 if worst == 0.0 else math.inf
+        return size / scale
+    return 0.0 if size == 0.0 else math.inf
 
 
 def rotation_seam(q: np.ndarray) -> float:
@@ -89,6 +97,27 @@ def point_seam(x: np.ndarray) -> float:
     ok = np.all(np.isfinite(x), axis=(0, 2))
     x = x[:, ok]
     return _ratio(np.linalg.norm(x[-1] - x[0], axis=-1), np.linalg.norm(x[1:] - x[:-1], axis=-1))
+
+
+class Warmup:
+    """A loop's warm-up, loop by loop: :meth:`add` one sample (segment positions (S, 3) [m]) per simulated frame,
+    from the first; True once the warm-up is over: the loop just finished repeats itself (its seam ratio at most
+    ``SETTLED_SEAM``) and ``least`` loops are done, or ``most`` loops are done."""
+
+    def __init__(self, frames: int, least: int, most: int):
+        self.n, self.least, self.most = frames, least, max(least, most)
+        self.samples: list[np.ndarray] = []
+        self.loops = 0
+        self.ratio = math.inf  # the last finished loop's seam
+
+    def add(self, x: np.ndarray) -> bool:
+        self.samples.append(np.asarray(x, dtype=float))
+        if len(self.samples) <= self.n:
+            return False
+        self.loops += 1
+        self.ratio = point_seam(np.array(self.samples))
+        self.samples = self.samples[-1:]
+        return self.loops >= self.most or (self.loops >= self.least and self.ratio <= SETTLED_SEAM)
 
 
 def blend_rotations(q: np.ndarray) -> tuple[np.ndarray, float]:

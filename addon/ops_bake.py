@@ -211,6 +211,8 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         the file; else they are simulated here one after the other. Keys are written when every tree is done."""
         scene = context.scene
         start, end = self.frame_range(scene)
+        loop = settings.bake_spec(scene).loop
+        end = start + loop if loop else end  # every tree's BakeRun keys the loop
         refused = _empty_range(self, start, end) or self._refuse_forest(found)
         if refused:
             return refused

@@ -454,7 +454,7 @@ def dem_bones_error(mesh: MeshMotion, faces, budget: int, iterations: int = 30) 
     """Dem Bones (``py-dem-bones``, optional) on the same mesh sequence: its :func:`vertex_error` with 4
     influences, plus ``bones`` it used and ``seconds``; None when the package is not installed."""
     try:
-        from py_dem_bones import solve_skinning  # type: ignore[import-untyped]  # noqa: PLC0415 (optional)
+        from py_dem_bones import solve_skinning  # noqa: PLC0415 (optional)
     except ImportError:
         return None
     clock = time.perf_counter()

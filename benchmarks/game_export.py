@@ -11,10 +11,11 @@ simulation of LOOPS loops from rest; the bones' segments (the keyed motion) are 
 * ``seam_by_warmup``: for k = 0 .. LOOPS − 1 loops of warm-up, the seam of the next loop: ``position`` the rms over
   the segments of the change of their centres from the loop's last frame (one period after its first) to its
   first, over the median rms frame-to-frame change in that loop; ``velocity`` the same for the forward-difference
-  velocity one period apart; ``rotation`` addon/loop.py's measure (the largest segment's turn across the seam
-  over the median turn per frame). The sway settles as e^(−0.25 t) at the default Damping of 0.5/s.
-* ``loop_seam_position_ratio``, ``loop_seam_velocity_ratio``: those of the warm-up the add-on's Auto Pre-roll
-  takes (``auto_preroll_loops``), target ≤ 1.
+  velocity one period apart; ``rotation`` addon/loop.py's measure (the segments' turn across the seam over the
+  median turn per frame, both rms over the segments). The sway settles as e^(−0.25 t) at the default Damping.
+* ``loop_seam_position_ratio``, ``loop_seam_velocity_ratio``: those of the loop after the warm-up the add-on's
+  Auto Pre-roll takes (``auto_preroll_loops``: loops until one repeats itself, its seam ≤ 0.1 of a frame's motion;
+  at most ``most_preroll_loops``, from the damping), target ≤ 1.
 * ``loop_rms_ratio``: the rms distance of the segments from their rest position over that loop, over the same in
   the free (not periodic) storm at the same peak, simulated as long after the same warm-up.
 * ``bake_s`` per loop and ``segments``.
@@ -90,14 +91,17 @@ def inner(frames: int, loops: int) -> dict:
     _storm(scene)
     scene.stiff_rods.use_loop, scene.stiff_rods.loop_frames = True, frames
     session = Session(arm, scene)
-    auto = bake.loop_preroll(settings.bake_spec(scene), session) // frames
+    most = bake.loop_warmup(settings.bake_spec(scene), session).most
+    loops = max(loops, most + 1)
     rest = session.model.positions[session.bone_segment]
     session.set_wind(SceneWind.from_scene(scene, loop=True))
     x, q, seconds = _simulate(scene, session, loops * frames + 1)
     seams = _seams(x, q, frames, loop)
     session.set_wind(SceneWind.from_scene(scene, loop=True, periodic=False))  # the free storm, the same peak
     xf, _, _ = _simulate(scene, session, loops * frames + 1)
-    k = min(auto, len(seams) - 1)
+    # the warm-up Auto Pre-roll takes (addon/bake.py BakeRun): the first loop that repeats itself, at most `most`
+    k = next((s["warmup_loops"] + 1 for s in seams[:most] if s["position"] <= loop.SETTLED_SEAM), most)
+    k = min(max(k, 1), len(seams) - 1)
     window = slice(k * frames, (k + 1) * frames + 1)
     sway = np.sqrt(np.mean(np.sum((x[window] - rest) ** 2, axis=-1)))
     free = np.sqrt(np.mean(np.sum((xf[k * frames :] - rest) ** 2, axis=-1)))
@@ -105,7 +109,8 @@ def inner(frames: int, loops: int) -> dict:
         "frames_per_loop": frames,
         "fps": scene.render.fps / scene.render.fps_base,
         "segments": session.model.n_segments,
-        "auto_preroll_loops": auto,
+        "auto_preroll_loops": k,
+        "most_preroll_loops": most,
         "seam_by_warmup": seams,
         "loop_seam_position_ratio": seams[k]["position"],
         "loop_seam_velocity_ratio": seams[k]["velocity"],

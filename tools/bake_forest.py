@@ -9,7 +9,8 @@ On a farm (a running ``dask scheduler`` and ``dask worker tcp://HOST:8786`` on t
 
 Needs the ``bpy`` module, ``dask`` and ``distributed`` (requirements-dev.txt). The trees are the scene's
 Sapling trees and curves (``--collection`` / ``--objects``: only those), each baked with its own Stiff Rods
-settings over the scene's frame range (``--frames``) in the scene's wind, exactly as Bake would
+settings over the scene's frame range (``--frames``) in the scene's wind (``--loop``, ``--preroll``: seamless
+loops, frames simulated before the start), exactly as Bake would
 (addon/bake.py's ``run_bake`` in each task, ``write_bake`` in this process; addon/forest.py). A task that
 raises (the scene unreadable on a worker) is retried ``--retries`` times;
 a task whose worker dies is run again on another worker by Dask. The results come back to this process,
@@ -76,11 +77,22 @@ def local_blend(blend) -> str:
     return path
 
 
-def bake_task(addon_root: str, blend, names: list, start: int, end: int) -> list:
-    """One Dask task: bake the trees ``names`` (addon/forest_pool.py:bake_one each: a BakeRecord's bytes)."""
+def bake_task(addon_root: str, blend, names: list, start: int, end: int, settings: dict | None = None) -> list:
+    """One Dask task: bake the trees ``names`` (addon/forest_pool.py:bake_one each: a BakeRecord's bytes) with the
+    scene's Stiff Rods ``settings`` (``--loop``, ``--preroll``) set first."""
     forest = load_forest(addon_root)
     path = local_blend(blend)
-    return [forest.bake_one(path, name, start, end) for name in names]
+    return [forest.bake_one(path, name, start, end, settings=settings) for name in names]
+
+
+def bake_settings(args) -> dict:
+    """``--loop`` and ``--preroll`` as the scene's Loop and Pre-roll settings (``scene.stiff_rods``)."""
+    out: dict = {}
+    if args.loop is not None:
+        out.update(use_loop=True, loop_frames=args.loop)
+    if args.preroll is not None:
+        out.update(preroll_frames=args.preroll, use_auto_preroll=False)
+    return out
 
 
 def parse(argv):
@@ -101,6 +113,20 @@ def parse(argv):
     ap.add_argument("--retries", type=int, default=2, help="times a task that raised is tried again (default 2)")
     ap.add_argument("--chunk", type=int, default=1, help="trees per task (default 1)")
     ap.add_argument("--keep-cache", action="store_true", help="keep the per-tree results next to --out")
+    ap.add_argument(
+        "--loop",
+        type=int,
+        metavar="FRAMES",
+        help="bake seamless loops of FRAMES frames from the start frame (the wind repeats; each tree is warmed up "
+        "until its sway repeats)",
+    )
+    ap.add_argument(
+        "--preroll",
+        type=int,
+        metavar="FRAMES",
+        help="simulate FRAMES frames before the start frame, not keyed (with --loop: the warm-up, instead of the "
+        "automatic whole loops)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
     if not os.path.isfile(args.blend):
@@ -114,6 +140,10 @@ def parse(argv):
         ap.error(f"--out {args.out}: the folder {os.path.dirname(args.out)} does not exist")
     if args.frames and args.frames[1] < args.frames[0]:
         ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
+    if args.loop is not None and args.loop < 2:
+        ap.error(f"--loop {args.loop}: a loop needs at least 2 frames")
+    if args.preroll is not None and args.preroll < 0:
+        ap.error(f"--preroll {args.preroll}: frames before the start cannot be negative")
     if args.workers < 1 or args.chunk < 1 or args.retries < 0:
         ap.error("--workers and --chunk must be at least 1, --retries at least 0")
     if not os.path.isfile(os.path.join(args.addon, "addon", "forest.py")):
@@ -177,6 +207,7 @@ def bake(args, client, forest, trees, start, end, folder, on_result=None) -> dic
             names,
             start,
             end,
+            bake_settings(args),
             key=f"stiff-rods-bake-{i:05d}",
             retries=args.retries,
             priority=chunk[0].weight,
@@ -276,6 +307,10 @@ def run(args, client, t0, on_result) -> int:
     bpy.ops.wm.open_mainfile(filepath=args.blend, load_ui=False)
     scene = bpy.context.scene
     start, end = args.frames or (scene.frame_start, scene.frame_end)
+    for key, value in bake_settings(args).items():  # saved with --out, as the workers bake
+        setattr(scene.stiff_rods, key, value)
+    if args.loop:
+        end = start + args.loop
     found = forest.resolve(candidates(bpy, args))
     if args.objects:  # named on the command line: each one that is no tree is a refusal too
         found.refused += found.ignored

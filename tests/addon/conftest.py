@@ -23,6 +23,8 @@ PURE_MODULES = (
     "bake_record",
     "loop",
     "skin_fit",
+    "pivot_painter",
+    "texture_files",
 )
 
 

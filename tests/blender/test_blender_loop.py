@@ -2,7 +2,8 @@
 
 tests/blender_scripts/loop_bake.py generates Sapling's small pine without leaves in Debian's Blender 3.4 (legacy
 zip, isolated profile), blows a gusty Wind field (10 m/s, Noise 3) and bakes 120-frame loops at 24 fps with the
-automatic warm-up, then reads every bone's tail from the evaluated pose at every keyed frame. The measures:
+automatic warm-up (until a loop repeats itself), then reads every bone's tail from the evaluated pose at every
+keyed frame. The measures:
 
 * seam in position: the rms over the bones of the tails' change from the loop's last frame (start + N, one period
   after the start) to its first, over the median frame-to-frame change of the loop (target ≤ 1);
@@ -55,12 +56,14 @@ def baked(tmp_path_factory):
 
 def test_the_loop_repeats_in_position_and_velocity(baked):
     result, x = baked
-    assert result["preroll"] == 4 * FRAMES  # Damping 0.5/s: e^(-0.25 t) under 1 % after 4 loops of 5 s
+    assert result["preroll"] == 6 * FRAMES  # Damping 0.5/s: e^(-0.25 t) under 0.1 % after 6 loops of 5 s
     loop, periodic = x["loop"], x["periodic"]
     assert loop.shape == (FRAMES + 1, result["bones"], 3)
-    assert np.median(_rms(np.diff(loop, axis=0))) > 1e-5  # the tree moves (the seam check is not vacuous)
-    # the loop's keys are the periodic wind's physics, key for key
-    np.testing.assert_allclose(periodic[: FRAMES + 1], loop, atol=1e-5)
+    step = np.median(_rms(np.diff(loop, axis=0)))
+    assert step > 1e-5  # the tree moves (the seam check is not vacuous)
+    # the loop's keys are the periodic wind's settled physics (warmed up until a loop repeats, the other bake for
+    # the longest warm-up), key for key
+    assert np.max(_rms(periodic[: FRAMES + 1] - loop)) <= 0.2 * step
     assert position_seam(loop) <= 1.0
     assert velocity_seam(periodic) <= 1.0
 

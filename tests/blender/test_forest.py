@@ -177,3 +177,24 @@ def test_process_pool_of_headless_blenders_in_blender_3_4(forest_blend, tmp_path
     assert out["finished"] and out["failures"] == {} and len(out["workers"]) == 2
     assert out["trees"] == TREES
     assert largest(out["keys_vs_operator"]) <= SAME
+
+
+def test_cli_bakes_a_seamless_loop_on_the_workers(forest_blend, tmp_path):
+    """``--loop 8``: the worker bakes the birch as a loop (its wind repeating, warmed up in whole loops), keyed
+    frames 1..9 with the last equal to the first; without the loop reaching the worker the seam would be open."""
+    out = tmp_path / "loop.blend"
+    proc = subprocess.run(
+        [sys.executable, ROOT / "tools" / "bake_forest.py", forest_blend, "--objects", "treeArm.002"]
+        + ["--loop", "8", "--frames", "1", "10", "--workers", "1", "--json", "--out", out],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1])["baked"] == 1
+    replay, _ = run_python([SCRIPTS / "forest_replay.py", "--", out], "FOREST_REPLAY", 600)
+    tails = np.array(replay["armatures"]["treeArm.002"]["tails"])  # the scene's frames 1..10
+    step = np.median(np.linalg.norm(np.diff(tails[:9], axis=0), axis=-1))
+    assert step > 1e-5  # the tree sways
+    np.testing.assert_allclose(tails[8], tails[0], atol=REPLAY)  # frame 9 = frame 1: the loop closes
+    assert np.abs(tails[9] - tails[8]).max() < REPLAY  # no keys after the loop: frame 10 holds frame 9

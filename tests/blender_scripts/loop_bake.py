@@ -102,7 +102,7 @@ def main():
 
     s = session.Session(arm, scene)
     sc.use_loop = True
-    preroll = bake_module.loop_preroll(settings.bake_spec(scene), s)
+    preroll = bake_module.loop_warmup(settings.bake_spec(scene), s).most * frames  # the longest warm-up
     result = {"preroll": preroll, "bones": len(arm.pose.bones), "segments": s.model.n_segments}
     reports = {}
     np.save(os.path.join(out, "rest.npy"), tails(arm, [1]))
