@@ -28,7 +28,8 @@ PREV_MODES = "stiff_rods_rotation_modes"
 PREV_FAKE_USER = "stiff_rods_previous_fake_user"
 PREV_POINTS = "stiff_rods_rest_points"
 PREV_LEAF_CACHE = "stiff_rods_leaf_cache"
-BAKE_MARKS = (PREV_ACTION, PREV_MODES, PREV_FAKE_USER, PREV_POINTS, PREV_LEAF_CACHE, bones.ADDED_BONES)
+NAMED_ACTIONS = "stiff_rods_named_actions"  # [[NLA track, action], ...] a Named Actions bake added
+BAKE_MARKS = (PREV_ACTION, PREV_MODES, PREV_FAKE_USER, PREV_POINTS, PREV_LEAF_CACHE, bones.ADDED_BONES, NAMED_ACTIONS)
 
 
 class BakeCancelled(Exception):
@@ -282,18 +283,25 @@ def bone_plan(record: BakeRecord):
     )
 
 
-def _write_bones(arm, record: BakeRecord) -> int:
-    """Bone rotation keys from the segments' world orientations per frame ``q_seg`` (F, B, 4), after adding
-    the planned bones (addon/bones.py); returns the F-curves written."""
+def bone_keys(arm, record: BakeRecord, add: bool = True) -> tuple[list[str], np.ndarray]:
+    """(bone names, local rotations (F, B, 4)) of ``record``'s keys: the armature's bones, then the planned ones
+    (addon/bones.py), added to ``arm`` first when ``add`` (a later action of the same bake finds them there)."""
     names, rest = list(record.bone_names), record.bone_rest
     plan = bone_plan(record)
     if plan is not None:
-        bones.add_bones(arm, plan)
+        if add:
+            bones.add_bones(arm, plan)
         new_rest = np.array([np.array(arm.data.bones[n].matrix_local)[:3, :3] for n in plan.names])
         rest = np.concatenate((rest, quat.from_matrix(new_rest)))
         names += plan.names
     parent = record.bone_parents()
-    quats = local_quaternions(record.q_seg, record.q_rest, rest, parent, record.armature_rotation)
+    return names, local_quaternions(record.q_seg, record.q_rest, rest, parent, record.armature_rotation)
+
+
+def _write_bones(arm, record: BakeRecord) -> int:
+    """Bone rotation keys from the segments' world orientations per frame ``q_seg`` (F, B, 4), after adding
+    the planned bones (addon/bones.py); returns the F-curves written."""
+    names, quats = bone_keys(arm, record)
     keep_previous_action(arm, arm)
     arm[PREV_MODES] = json.dumps(switch_to_quaternions(arm, record.bone_names))
     action = keyframes.new_bake_action(arm)

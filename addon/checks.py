@@ -173,6 +173,8 @@ def check_bake(owner) -> None:
         raise reader.ReadError(str(exc)) from None
     if bake.baked_action(armature or curve.data) is not None:
         raise reader.ReadError(f"'{owner.name}' already has a Stiff Rods bake: Free Bake first")
+    if bake.NAMED_ACTIONS in owner:
+        raise reader.ReadError(f"'{owner.name}' already has a Stiff Rods bake (Named Actions): Free Bake first")
     if any(k in owner for k in bake.BAKE_MARKS):  # a new bake would record the old bake's state as the user's
         raise reader.ReadError(
             f"'{owner.name}' still holds what its last bake changed (its baked action was unlinked): "

@@ -13,7 +13,7 @@ import time
 import bpy
 from bpy.props import IntProperty
 
-from . import bake, bones, forest, ops_common, reader, settings, wind
+from . import bake, bones, forest, named_actions, ops_common, reader, settings, wind
 from .checks import RUNNING, active_tree, check_bake, tree_session
 
 
@@ -60,11 +60,15 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self._run = None
+        spec = settings.bake_spec(scene)
         try:
             plan = bake.plan_bones(s)
             if plan is not None:
                 bones.check_editable(s.source.armature)
-            self._run = bake.BakeRun(scene, s, start, end, plan)
+            if spec.actions:
+                self._run = named_actions.NamedRuns(scene, s, start, end, plan, spec.actions, spec.loop > 0)
+            else:
+                self._run = bake.BakeRun(scene, s, start, end, plan)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -183,8 +187,11 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
             f"warm-up (seam {record.seam_ratio:.2f} times a frame's motion): raise Pre-roll, or Damping",
         )
 
-    def _write(self, context, record: bake.BakeRecord):
-        """Key the baked tree (bake.write_bake) and say what was written."""
+    def _write(self, context, record):
+        """Key the baked tree (bake.write_bake; a list of (wind, record): named_actions.write) and say what was
+        written."""
+        if isinstance(record, list):
+            return self._write_named(record)
         written = bake.write_bake(record, bpy.data.objects)
         self._report_seam(record)
         if record.kind == "armature":
@@ -203,6 +210,19 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         self.report({"INFO"}, f"Baked {what} × {record.end - record.start + 1} frames ({written} F-curves)")
         return {"FINISHED"}
 
+    def _write_named(self, records) -> set:
+        written = named_actions.write(records, bpy.data.objects)
+        for _, record in records:
+            self._report_seam(record)
+        first = records[0][1]
+        tracks = ", ".join(named_actions.track_name(p) for p, _ in records)
+        self.report(
+            {"INFO"},
+            f"Baked {len(first.bone_names) + len(first.plan_names)} bones × {first.end - first.start + 1} frames in "
+            f"{len(records)} winds ({tracks}: one action and NLA track each, {written} F-curves)",
+        )
+        return {"FINISHED"}
+
     # -- several trees
     def _bake_forest(self, context, found, modal: bool) -> set:
         """Bake every tree of ``found`` (addon/forest.py:chosen), refusing them all, with each refused object
@@ -217,6 +237,9 @@ class STIFF_RODS_OT_bake(bpy.types.Operator):
         if refused:
             return refused
         workers = scene.stiff_rods.forest_workers
+        if settings.bake_spec(scene).actions and len(found.trees) > 1:
+            self.report({"ERROR"}, "Named Actions bake one tree at a time: select one tree, or turn them off")
+            return {"CANCELLED"}
         if len(found.trees) == 1 and workers <= 1:
             owner = bpy.data.objects[found.trees[0].name]
             return self._invoke(context, owner) if modal else self._execute(context, owner)

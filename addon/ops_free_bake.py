@@ -8,7 +8,7 @@ import os
 import bpy
 import numpy as np
 
-from . import bones, keyframes, ops_common, reader
+from . import bones, keyframes, named_actions, ops_common, reader
 from .bake import (
     BAKE_MARKS,
     PREV_ACTION,
@@ -169,7 +169,8 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
     @staticmethod
     def _free(owner, holder, action, unlinked) -> list[str]:
         """Put back everything the bake recorded on ``owner``; what was no longer there to put back."""
-        missing = _give_action_back(owner, holder, action, unlinked)
+        missing = named_actions.free(owner, bpy.data)
+        missing += _give_action_back(owner, holder, action, unlinked)
         if owner.type == "ARMATURE":
             missing += _give_bones_back(owner)
         if owner.type == "CURVE" and PREV_POINTS in owner:

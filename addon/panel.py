@@ -137,6 +137,9 @@ def _draw_bake(layout, sc) -> None:
         col.prop(sc, "use_auto_preroll")
         col.prop(sc, "use_seam_blend")
     box.prop(sc, "preroll_frames")
+    box.prop(sc, "use_named_actions")
+    if sc.use_named_actions:
+        box.row().prop(sc, "named_actions")
 
 
 def _draw_forest(layout, context, sc) -> None:

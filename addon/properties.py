@@ -415,6 +415,25 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         description="Loop: spread what is left of the change across the seam over the loop, so the last key "
         "equals the first; only when it is less than a frame's motion (the Bake reports its size)",
     )
+    use_named_actions: BoolProperty(
+        name="Named Actions",
+        default=False,
+        description="Bake one action per chosen wind, each on its own NLA track named after it (glTF and FBX "
+        "export them as separate animations); Free Bake removes exactly those",
+    )
+    named_actions: EnumProperty(
+        name="Winds",
+        options={"ENUM_FLAG"},
+        items=[
+            ("CALM", "Calm", "3 m/s at 10 m, gusty"),
+            ("BREEZE", "Breeze", "8 m/s at 10 m, gusty"),
+            ("STORM", "Storm", "25 m/s at 10 m, gusty"),
+            ("SCENE", "Scene", "The scene's own wind as set (force fields, storm)"),
+        ],
+        default={"CALM", "BREEZE", "STORM"},
+        description="The winds Named Actions bakes, in this order (the storm settings' direction, turbulence "
+        "length and seed)",
+    )
     use_auto_preroll: BoolProperty(
         name="Auto Pre-roll",
         default=True,

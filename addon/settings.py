@@ -87,7 +87,10 @@ def wind_spec(scene) -> WindSpec:
 def bake_spec(scene) -> BakeSpec:
     """The scene's Pre-roll and Loop settings."""
     ss = scene.stiff_rods
-    return BakeSpec(ss.preroll_frames, ss.loop_frames if ss.use_loop else 0, ss.use_auto_preroll, ss.use_seam_blend)
+    order = ("CALM", "BREEZE", "STORM", "SCENE")
+    actions = tuple(a for a in order if a in ss.named_actions) if ss.use_named_actions else ()
+    loop = ss.loop_frames if ss.use_loop else 0
+    return BakeSpec(ss.preroll_frames, loop, ss.use_auto_preroll, ss.use_seam_blend, actions)
 
 
 def simulation_spec(obj, scene) -> SimulationSpec:

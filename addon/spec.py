@@ -157,9 +157,11 @@ class WindSpec:
 class BakeSpec:
     """How Bake runs: ``preroll`` frames simulated before the start frame and not keyed; ``loop`` frames of a
     seamless loop (0: no loop), warmed up for ``preroll`` frames, or with ``auto_preroll`` for at least the
-    whole loops the damping needs (addon/loop.py); ``blend_seam``: close a settled loop's seam (addon/loop.py)."""
+    whole loops the damping needs (addon/loop.py); ``blend_seam``: close a settled loop's seam (addon/loop.py);
+    ``actions``: the winds of Named Actions, one action each (empty: one bake)."""
 
     preroll: int = 0
     loop: int = 0
     auto_preroll: bool = True
     blend_seam: bool = True
+    actions: tuple[str, ...] = ()  # Named Actions: the winds (keys of addon.wind.NAMED_WINDS, or "SCENE")

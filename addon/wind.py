@@ -40,6 +40,9 @@ from .settings import wind_spec
 from .spec import StormSpec
 
 GUST_PER_NOISE = 0.1  # gust intensity (std/mean) per unit of a Wind field's Noise
+# Bake > Named Actions: steady gusty winds, the storm's direction, profile, turbulence length and seed with
+# (speed [m/s] at 10 m, gust intensity, turbulence intensity); SCENE is the scene's own wind as set
+NAMED_WINDS = {"CALM": (3.0, 0.35, 0.2), "BREEZE": (8.0, 0.3, 0.15), "STORM": (25.0, 0.25, 0.15)}
 
 
 def _falloff(field, unit: float) -> dict:
@@ -72,7 +75,9 @@ def _frame_of(obj, unit: float):
 class SceneWind:
     """The wind of a scene as one solver wind (``velocity(points, t)``), refreshed frame by frame."""
 
-    def __init__(self, scene, field_objects, storm: bool, period: float | None = None, steady: bool = False):
+    def __init__(  # noqa: PLR0913 (the wind's parts, as from_scene reads them)
+        self, scene, field_objects, storm: bool, period: float | None = None, steady: bool = False, preset=None
+    ):
         self.scene = scene  # its wind settings are read again at every frame (Field Speed may change live)
         self.field_objects = field_objects
         self.use_storm = storm
@@ -83,7 +88,8 @@ class SceneWind:
         self.wind = WindSum([])
         self.fps = scene.render.fps / scene.render.fps_base
         self.period = period  # [s] of a loop bake's wind, or None
-        self.steady = steady or period is not None  # the start frame's fields, the storm's peak
+        self.steady = steady or period is not None or preset is not None  # the start frame's fields, the storm's peak
+        self.preset = preset  # (speed, gusts, turbulence) of a named action's wind, or None
         if self.steady:
             moving = [o.name for o in field_objects if animated(o, paths=("",))]
             if moving:
@@ -93,10 +99,15 @@ class SceneWind:
                 )
 
     @classmethod
-    def from_scene(cls, scene, loop: bool = False, periodic: bool = True):
+    def from_scene(cls, scene, loop: bool = False, periodic: bool = True, preset: str | None = None):
         """The scene's wind, or None when there is none (no drag is added then). ``loop``: a loop bake's wind,
-        repeating with the Loop Length's period (``periodic`` False: the same steady wind, not repeating)."""
+        repeating with the Loop Length's period (``periodic`` False: the same steady wind, not repeating).
+        ``preset``: a named action's wind (a key of ``NAMED_WINDS``: the storm's shape at its speed, no force
+        fields; "SCENE" or None: the scene's own)."""
         ws = wind_spec(scene)
+        if preset in NAMED_WINDS:
+            period = ws.period if loop and periodic else None
+            return cls(scene, [], True, period, steady=True, preset=NAMED_WINDS[preset])
         objs = []
         if ws.use_force_fields:
             objs = [
@@ -155,15 +166,15 @@ class SceneWind:
         if not all(x <= y for x, y in itertools.pairwise(frames)):
             raise ValueError("Storm frames must be in order: start ≤ peak start ≤ peak end ≤ end")
         t0, t1, t2, t3 = (sec(f) for f in frames)
-        peak = ss.peak_speed
+        peak, gusts, turbulence = self.preset or (ss.peak_speed, ss.gusts, ss.turbulence)
         return WindField(  # a loop blows the peak, repeating
             speed=peak if self.steady else lambda t: storm_speed(t, t0, t1, t2, t3, peak),
             direction=(math.cos(a), math.sin(a), 0.0),
             profile="power",
             reference_height=10.0,
             ground_height=0.0,
-            gust_intensity=ss.gusts,
-            turbulence_intensity=ss.turbulence,
+            gust_intensity=gusts,
+            turbulence_intensity=turbulence,
             turbulence_length=ss.turbulence_length,
             seed=ss.seed,
             period=self.period,

@@ -92,6 +92,8 @@ def _scene(**changes):
         loop_frames=120,
         use_auto_preroll=True,
         use_seam_blend=True,
+        use_named_actions=False,
+        named_actions={"CALM", "BREEZE", "STORM"},
     )
     ss.update(changes)
     return SimpleNamespace(
@@ -165,3 +167,6 @@ def test_bake_settings_become_a_spec(addon):
     b = settings.bake_spec(_scene(preroll_frames=48, use_loop=True, loop_frames=96, use_seam_blend=False))
     assert (b.preroll, b.loop, b.auto_preroll, b.blend_seam) == (48, 96, True, False)
     assert settings.bake_spec(_scene(loop_frames=96)).loop == 0  # Loop off: no loop, whatever its length
+    assert settings.bake_spec(_scene()).actions == ()
+    named = _scene(use_named_actions=True, named_actions={"STORM", "SCENE", "CALM"})
+    assert settings.bake_spec(named).actions == ("CALM", "STORM", "SCENE")  # calm to storm, then the scene's
