@@ -142,6 +142,18 @@ def _draw_bake(layout, sc) -> None:
         box.row().prop(sc, "named_actions")
 
 
+def _draw_game(layout, sc) -> None:
+    """The game rig of a baked tree and its glTF export."""
+    box = layout.box()
+    box.label(text="Game Export")
+    row = box.row(align=True)
+    row.prop(sc, "game_max_bones")
+    row.prop(sc, "game_lods")
+    op = box.operator("stiff_rods.game_rig")
+    op.max_bones, op.lods = sc.game_max_bones, sc.game_lods
+    box.operator("stiff_rods.export_gltf")
+
+
 def _draw_forest(layout, context, sc) -> None:
     """The forest's collection and workers, the trees the operators would act on, and the running bake's status."""
     box = layout.box()
@@ -189,6 +201,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         _draw_solver(layout, sc)
         _draw_wind(layout, sc)
         _draw_bake(layout, sc)
+        _draw_game(layout, sc)
         _draw_forest(layout, context, sc)
         row = layout.row(align=True)
         row.operator("stiff_rods.convert")

@@ -440,6 +440,20 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         description="Loop: warm up for at least as many whole loops as the tree's damping needs to bring the "
         "start-up sway under 1 % (more when Pre-roll is longer)",
     )
+    game_max_bones: IntProperty(
+        name="Max Bones",
+        default=64,
+        min=2,
+        max=1024,
+        description="Game Rig: joints of the game skeleton, at most (mobile foliage 32–64, desktop 128–256)",
+    )
+    game_lods: IntProperty(
+        name="LODs",
+        default=1,
+        min=1,
+        max=4,
+        description="Game Rig: rigs built from one read of the bake, Max Bones and half as many for each further LOD",
+    )
     forest_workers: IntProperty(
         name="Parallel Workers",
         default=2,

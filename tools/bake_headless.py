@@ -6,6 +6,9 @@ With Debian's Blender 3.4 (legacy add-on zip):
 With the bpy module (the Blender 4.2+ extension zip for your platform):
     python3 tools/bake_headless.py --blend sample_blends/white_birch.blend \
         --zip dist/stiff_rods-0.1.0-blender4.2-5.0-linux_x64.zip --frames 1 48 --out baked.blend
+A game-ready loop, its game rig and glTF:
+    python3 tools/bake_headless.py --blend tree.blend --zip ZIP --object treeArm --loop 120 \
+        --max-bones 64 --gltf tree.glb --out baked.blend
 
 Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
 folder and imported from there; the extension zip is installed into a temporary Blender user profile
@@ -93,6 +96,13 @@ def parse():
         help="simulate FRAMES frames before the start frame, not keyed (with --loop: the warm-up, instead of the "
         "automatic whole loops)",
     )
+    ap.add_argument(
+        "--max-bones",
+        type=int,
+        metavar="N",
+        help="after the bake, build a game rig of at most N bones (a new armature and skinned mesh, saved with --out)",
+    )
+    ap.add_argument("--gltf", metavar="OUT.glb", help="export the game rig (--max-bones) as glTF binary")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
     if args.frames and args.frames[1] < args.frames[0]:
@@ -101,6 +111,12 @@ def parse():
         ap.error(f"--loop {args.loop}: a loop needs at least 2 frames")
     if args.preroll is not None and args.preroll < 0:
         ap.error(f"--preroll {args.preroll}: frames before the start cannot be negative")
+    if args.max_bones is not None and not 2 <= args.max_bones <= 1024:
+        ap.error(f"--max-bones {args.max_bones}: a game rig has 2 to 1024 bones")
+    if args.gltf and args.max_bones is None:
+        ap.error("--gltf exports the game rig: give --max-bones too")
+    if args.gltf and not os.path.isdir(os.path.dirname(os.path.abspath(args.gltf))):
+        ap.error(f"--gltf {args.gltf}: the folder does not exist")
     if args.install_to_profile and not args.zip:
         ap.error("--install-to-profile needs --zip")
     if args.blend and not os.path.isfile(args.blend):
@@ -284,6 +300,23 @@ def pick_tree(bpy, args, source):
     return arms[0]
 
 
+def game_export(bpy, args, arm) -> dict:
+    """--max-bones: the game rig of the baked tree (operator stiff_rods.game_rig); --gltf: its GLB. What was made."""
+    if args.max_bones is None:
+        return {}
+    bpy.context.view_layer.objects.active = arm
+    t0 = time.perf_counter()
+    bpy.ops.stiff_rods.game_rig(max_bones=args.max_bones)
+    game = bpy.context.view_layer.objects.active
+    out = {"game_rig": game.name, "game_bones": len(game.data.bones), "game_rig_s": time.perf_counter() - t0}
+    if args.gltf:
+        path = os.path.abspath(args.gltf)
+        t0 = time.perf_counter()
+        bpy.ops.stiff_rods.export_gltf(filepath=path)
+        out.update(gltf=path, gltf_bytes=os.path.getsize(path), gltf_export_s=time.perf_counter() - t0)
+    return out
+
+
 def bake_settings(scene, args) -> None:
     """--loop and --preroll as the scene's Loop and Pre-roll settings (saved with --out)."""
     sc = scene.stiff_rods
@@ -322,6 +355,7 @@ def bake(bpy, args, source, arm, how):
             t0 = time.perf_counter()
             result = bpy.ops.stiff_rods.bake(frame_start=start, frame_end=end)
             seconds = time.perf_counter() - t0
+            game = game_export(bpy, args, arm)
             bpy.ops.wm.save_mainfile()
     finally:
         filepaths.save_version = save_version
@@ -353,6 +387,7 @@ def bake(bpy, args, source, arm, how):
                     "addon": how,
                     "compiled": compiled,
                     "solver": solver,
+                    **game,
                 }
             )
         )
@@ -364,6 +399,10 @@ def bake(bpy, args, source, arm, how):
     print(f"  saved:  {out}")
     for path in caches:
         print(f"  cache:  {path}")
+    if game:
+        print(f"  game rig: {game['game_rig']}, {game['game_bones']} bones, {game['game_rig_s']:.1f} s")
+    if game.get("gltf"):
+        print(f"  glTF:   {game['gltf']} ({game['gltf_bytes']} bytes in {game['gltf_export_s']:.1f} s)")
 
 
 def main():
