@@ -36,6 +36,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout: the add-on's folder
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tools' shared options
+import _bake_options  # noqa: E402
+
 BPY_SCRIPTS = re.compile(r"[\\/]bpy[\\/]\d+\.\d+[\\/]scripts([\\/]|$)")
 
 
@@ -86,13 +89,8 @@ def bake_task(addon_root: str, blend, names: list, start: int, end: int, setting
 
 
 def bake_settings(args) -> dict:
-    """``--loop`` and ``--preroll`` as the scene's Loop and Pre-roll settings (``scene.stiff_rods``)."""
-    out: dict = {}
-    if args.loop is not None:
-        out.update(use_loop=True, loop_frames=args.loop)
-    if args.preroll is not None:
-        out.update(preroll_frames=args.preroll, use_auto_preroll=False)
-    return out
+    """``--loop`` and ``--preroll`` as the scene's settings, set on every worker before it bakes."""
+    return _bake_options.scene_settings(args)
 
 
 def parse(argv):
@@ -113,20 +111,7 @@ def parse(argv):
     ap.add_argument("--retries", type=int, default=2, help="times a task that raised is tried again (default 2)")
     ap.add_argument("--chunk", type=int, default=1, help="trees per task (default 1)")
     ap.add_argument("--keep-cache", action="store_true", help="keep the per-tree results next to --out")
-    ap.add_argument(
-        "--loop",
-        type=int,
-        metavar="FRAMES",
-        help="bake seamless loops of FRAMES frames from the start frame (the wind repeats; each tree is warmed up "
-        "until its sway repeats)",
-    )
-    ap.add_argument(
-        "--preroll",
-        type=int,
-        metavar="FRAMES",
-        help="simulate FRAMES frames before the start frame, not keyed (with --loop: the warm-up, instead of the "
-        "automatic whole loops)",
-    )
+    _bake_options.add_arguments(ap, "seamless loops")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
     if not os.path.isfile(args.blend):
@@ -140,10 +125,7 @@ def parse(argv):
         ap.error(f"--out {args.out}: the folder {os.path.dirname(args.out)} does not exist")
     if args.frames and args.frames[1] < args.frames[0]:
         ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
-    if args.loop is not None and args.loop < 2:
-        ap.error(f"--loop {args.loop}: a loop needs at least 2 frames")
-    if args.preroll is not None and args.preroll < 0:
-        ap.error(f"--preroll {args.preroll}: frames before the start cannot be negative")
+    _bake_options.check(ap, args)
     if args.workers < 1 or args.chunk < 1 or args.retries < 0:
         ap.error("--workers and --chunk must be at least 1, --retries at least 0")
     if not os.path.isfile(os.path.join(args.addon, "addon", "forest.py")):
