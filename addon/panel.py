@@ -150,7 +150,8 @@ def _draw_game(layout, sc) -> None:
     row.prop(sc, "game_max_bones")
     row.prop(sc, "game_lods")
     op = box.operator("stiff_rods.game_rig")
-    op.max_bones, op.lods = sc.game_max_bones, sc.game_lods
+    if op is not None:  # the operator's properties (None where the layout only records what is drawn)
+        op.max_bones, op.lods = sc.game_max_bones, sc.game_lods
     box.operator("stiff_rods.export_gltf")
 
 

@@ -50,9 +50,6 @@ USER_DIRS = {
 }
 # Lines of Blender's own output about steps this script takes for the user (saving, installing).
 KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"  # read by the add-on at register
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tools' shared options
-import _bake_options  # noqa: E402
-
 QUIET_PREFIXES = ("Info: ", "addon_utils.disable: ", "Modules Installed ", "STATUS ")
 
 
@@ -85,7 +82,22 @@ def parse():
         help="blow the add-on's storm preset (calm → 30 m/s → calm) over the baked frames",
     )
     ap.add_argument("--object", help="the tree to bake (its armature's or curve's name) when the file holds several")
-    _bake_options.add_arguments(ap)
+    # --loop and --preroll as tools/_bake_options.py defines them for bake_forest.py: written out here, since users
+    # run a copy of this file alone (tests/blender/test_headless_bake.py)
+    ap.add_argument(
+        "--loop",
+        type=int,
+        metavar="FRAMES",
+        help="bake a seamless loop of FRAMES frames from the start frame (the wind repeats, the tree is warmed up "
+        "until its sway repeats; the last key equals the first)",
+    )
+    ap.add_argument(
+        "--preroll",
+        type=int,
+        metavar="FRAMES",
+        help="simulate FRAMES frames before the start frame, not keyed (with --loop: the warm-up, instead of the "
+        "automatic whole loops)",
+    )
     ap.add_argument(
         "--max-bones",
         type=int,
@@ -97,7 +109,10 @@ def parse():
     args = ap.parse_args(argv)
     if args.frames and args.frames[1] < args.frames[0]:
         ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
-    _bake_options.check(ap, args)
+    if args.loop is not None and args.loop < 2:
+        ap.error(f"--loop {args.loop}: a loop needs at least 2 frames")
+    if args.preroll is not None and args.preroll < 0:
+        ap.error(f"--preroll {args.preroll}: frames before the start cannot be negative")
     if args.max_bones is not None and not 2 <= args.max_bones <= 1024:
         ap.error(f"--max-bones {args.max_bones}: a game rig has 2 to 1024 bones")
     if args.gltf and args.max_bones is None:
@@ -306,8 +321,12 @@ def game_export(bpy, args, arm) -> dict:
 
 def bake_settings(scene, args) -> None:
     """--loop and --preroll as the scene's Loop and Pre-roll settings (saved with --out)."""
-    for key, value in _bake_options.scene_settings(args).items():
-        setattr(scene.stiff_rods, key, value)
+    sc = scene.stiff_rods
+    if args.loop is not None:
+        sc.use_loop, sc.loop_frames = True, args.loop
+    if args.preroll is not None:
+        sc.preroll_frames = args.preroll
+        sc.use_auto_preroll = False
 
 
 def solver_status():
