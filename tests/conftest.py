@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 
 # One BLAS thread, before numpy loads its pool, as the benchmarks run: the dense factorisations (e.g. the schur
@@ -24,3 +25,21 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped under STIFF_RODS_STRICT=1 (CI must run every test): {reason}"
+    if report.failed:
+        _FAILED_MODULES.add(item.module.__name__)
+
+
+_FAILED_MODULES: set[str] = set()
+
+
+# A Blender test file installs the extension (its wheels unpacked: 0.4 GB a profile) into folders its module
+# fixtures make; a whole run would leave several GB. Remove them when the file is done, unless one of its tests
+# failed (kept to inspect). pyproject's tmp_path_retention_policy removes each passing test's tmp_path.
+@pytest.fixture(scope="module", autouse=True)
+def _module_folders_removed(request, tmp_path_factory):
+    base = tmp_path_factory.getbasetemp()
+    before = set(base.iterdir())
+    yield
+    if request.module.__name__ not in _FAILED_MODULES:
+        for path in set(base.iterdir()) - before:
+            shutil.rmtree(path, ignore_errors=True)
