@@ -48,7 +48,7 @@ class NamedRuns:
         check(session, presets)
         self.scene, self.session, self.plan, self.presets, self.loop = scene, session, plan, list(presets), loop
         self.records: list[tuple[str, BakeRecord]] = []
-        self._start, self._end = start, end
+        self.requested = (start, end)  # each wind's run bakes this range (a loop may end it earlier)
         self.current = self._begin(0)
         self.start, self.end = self.current.start, self.current.end
         self.frames_total = self.current.frames_total * len(self.presets)
@@ -56,7 +56,7 @@ class NamedRuns:
     def _begin(self, i: int) -> bake.BakeRun:
         preset = self.presets[i]
         self.session.set_wind(wind.SceneWind.from_scene(self.scene, loop=self.loop, preset=preset))
-        return bake.BakeRun(self.scene, self.session, self._start, self._end, self.plan)
+        return bake.BakeRun(self.scene, self.session, *self.requested, self.plan)
 
     @property
     def done(self) -> bool:

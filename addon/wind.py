@@ -88,7 +88,7 @@ class SceneWind:
         self.wind = WindSum([])
         self.fps = scene.render.fps / scene.render.fps_base
         self.period = period  # [s] of a loop bake's wind, or None
-        self.steady = steady or period is not None or preset is not None  # the start frame's fields, the storm's peak
+        self.steady = steady  # the start frame's fields and the storm's peak (a loop's or a named action's wind)
         self.preset = preset  # (speed, gusts, turbulence) of a named action's wind, or None
         if self.steady:
             moving = [o.name for o in field_objects if animated(o, paths=("",))]

@@ -88,11 +88,6 @@ def bake_task(addon_root: str, blend, names: list, start: int, end: int, setting
     return [forest.bake_one(path, name, start, end, settings=settings) for name in names]
 
 
-def bake_settings(args) -> dict:
-    """``--loop`` and ``--preroll`` as the scene's settings, set on every worker before it bakes."""
-    return _bake_options.scene_settings(args)
-
-
 def parse(argv):
     ap = argparse.ArgumentParser(
         prog="bake_forest.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -189,7 +184,7 @@ def bake(args, client, forest, trees, start, end, folder, on_result=None) -> dic
             names,
             start,
             end,
-            bake_settings(args),
+            _bake_options.scene_settings(args),
             key=f"stiff-rods-bake-{i:05d}",
             retries=args.retries,
             priority=chunk[0].weight,
@@ -289,7 +284,7 @@ def run(args, client, t0, on_result) -> int:
     bpy.ops.wm.open_mainfile(filepath=args.blend, load_ui=False)
     scene = bpy.context.scene
     start, end = args.frames or (scene.frame_start, scene.frame_end)
-    for key, value in bake_settings(args).items():  # saved with --out, as the workers bake
+    for key, value in _bake_options.scene_settings(args).items():  # saved with --out, as the workers bake
         setattr(scene.stiff_rods, key, value)
     if args.loop:
         end = start + args.loop
