@@ -13,9 +13,9 @@ import os
 import bpy
 
 from .. import solver
-from . import compat, operators, ops_game, panel, properties
+from . import compat, operators, ops_game, ops_pivot, panel, properties
 
-classes = properties.classes + operators.classes + ops_game.classes + panel.classes
+classes = properties.classes + operators.classes + ops_game.classes + ops_pivot.classes + panel.classes
 
 
 KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"

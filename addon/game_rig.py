@@ -12,11 +12,11 @@
   NEW mesh (a copy of the tree's geometry) with ≤ 4 vertex groups per vertex and an Armature modifier. It then
   measures the vertex error on Blender's evaluated meshes: the full rig's geometry against the game mesh at every
   baked frame (RMS and max in m and over the tree's height).
-* :func:`export_gltf`: the game armature and mesh alone as a GLB with their action (Blender's glTF exporter).
+* Its files (glTF, FBX): addon/game_files.py.
 
 The tree's objects are never changed: the envelope Armature modifier of the birch's curve costs ~7 s per frame
 (111,160 vertices × 5,878 bones), so while the rest mesh is read and the game mesh measured it is switched off
-and given back as it was (also while the glTF exporter samples the frames).
+and given back as it was (also while the exporters sample the frames, game_files.py).
 
 Measured (tests/blender/test_blender_game_rig.py): white birch without leaves (111,160 vertices, 16.8 m), storm
 preset over frames 1–12, error on Blender's evaluated meshes over the 12 frames: 128 bones 32 mm RMS (1.9e-3 of the
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import cast
@@ -40,11 +39,10 @@ import numpy as np
 from mathutils import Matrix
 
 from ..solver import quaternion as quat
-from . import bake, keyframes, reader, skin_fit
+from . import bake, game_winds, keyframes, reader, skin_fit
 
 GAME_TAG = "stiff_rods_game_rig"  # on the game armature: the report (JSON), with the tree and budget
 GAME_MESH = "stiff_rods_game_mesh"  # on the game armature: the name of its mesh object
-GAME_EXPORT = "stiff_rods_game_export"  # on the game armature: its last glTF export (JSON: seconds, bytes, file)
 WOOD_DENSITY = 700.0  # kg/m³: the bones' masses, only for FitOptions(weight="mass")
 GLTF_MIN_WEIGHT = 1e-4  # Blender's glTF exporter drops weights ≤ this (io_scene_gltf2 min_influence) and renormalises
 CANDIDATE_SAMPLES = 8  # nearest bone samples per vertex when finding the bone it follows
@@ -59,7 +57,8 @@ class FullRig:
     """The baked tree as read from the depsgraph: ``frames`` (F,) the baked frame numbers; the full
     ``skeleton`` (world space, m) and ``motion`` (rest and per-frame world vertices of ``mesh``, m); ``mesh`` a
     new Mesh datablock at rest in world space (curve vertices first, then the leaves'); ``height`` [m] of the
-    mesh; ``bone_names`` (N,); ``seconds`` per stage."""
+    mesh; ``bone_names`` (N,); ``seconds`` per stage; ``winds``: for a Named Actions bake, (track, first, stop) of
+    each wind's rows in ``frames`` (game_winds.py), else empty."""
 
     tree: str
     frames: np.ndarray
@@ -69,6 +68,7 @@ class FullRig:
     height: float
     bone_names: list
     seconds: dict = field(default_factory=dict)
+    winds: list = field(default_factory=list)
 
 
 # --- the baked tree ---------------------------------------------------------------------------------------------
@@ -82,6 +82,12 @@ def baked_tree(obj):
         raise GameRigError(str(exc)) from exc
     if arm is None:
         raise GameRigError(f"'{obj.name}' is a plain curve: a game rig needs a Sapling tree (armature and curve)")
+    try:
+        winds = game_winds.tree_winds(arm)
+    except ValueError as exc:
+        raise GameRigError(str(exc)) from exc
+    if winds:  # Named Actions: every wind's frames, in the bake's order
+        return arm, curve, leaves, np.concatenate([w.frames for w in winds])
     action = bake.baked_action(arm)
     if action is None:
         raise GameRigError(f"'{arm.name}' is not baked: bake it first (Stiff Rods > Bake), then build its game rig")
@@ -248,7 +254,12 @@ def read_full_rig(context, obj) -> FullRig:
         seconds = dict(rest_mesh=time.perf_counter() - clock)
         clock = time.perf_counter()
         objects = [curve] + ([leaves] if leaves is not None else [])
-        positions, poses = read_motion(context, arm, objects, frames, rest.shape[0])
+        winds = game_winds.tree_winds(arm)
+        read = lambda fr: read_motion(context, arm, objects, fr, rest.shape[0])  # noqa: E731
+        if winds:  # one fit over every wind's frames, split by wind when keyed
+            frames, positions, poses, spans = game_winds.read_winds(arm, winds, read)
+        else:
+            (positions, poses), spans = read(frames), []
         seconds["read_frames"] = time.perf_counter() - clock
         skel = skin_fit.Skeleton(parent, mass, heads, tails, bone_rest, poses)
         clock = time.perf_counter()
@@ -258,7 +269,7 @@ def read_full_rig(context, obj) -> FullRig:
         bpy.data.meshes.remove(mesh)
         raise
     height = float(np.ptp(rest[:, 2])) or 1.0
-    return FullRig(arm.name, frames, skel, motion, mesh, height, names, seconds)
+    return FullRig(arm.name, frames, skel, motion, mesh, height, names, seconds, spans)
 
 
 # --- the game rig -----------------------------------------------------------------------------------------------
@@ -378,15 +389,21 @@ def measure(context, full: FullRig, game_mesh, tree_objects) -> np.ndarray:
     arm = bpy.data.objects[full.tree]
     scene = context.scene
     keep = scene.frame_current
-    out = np.empty(full.motion.frames.shape)
+
+    def evaluate(frames):
+        out = np.empty((frames.size,) + full.motion.rest.shape)
+        for i, f in enumerate(frames):
+            scene.frame_set(int(f))
+            out[i] = evaluated_points(game_mesh, context.evaluated_depsgraph_get())
+        return out
+
     with switched_off(_tree_deforms(arm, tree_objects)):
         try:
-            for i, f in enumerate(full.frames):
-                scene.frame_set(int(f))
-                out[i] = evaluated_points(game_mesh, context.evaluated_depsgraph_get())
+            if full.winds:  # each wind's game action playing alone
+                return game_winds.measure_winds(game_mesh.parent, full.winds, full.frames, evaluate)
+            return evaluate(full.frames)
         finally:
             scene.frame_set(keep)
-    return out
 
 
 def _fit(full: FullRig, budget: int, options) -> skin_fit.GameRig:
@@ -412,7 +429,12 @@ def _write_rig(context, full: FullRig, rig: skin_fit.GameRig, budget: int):
         # the poses that give the fitted skinning matrices M = P R⁻¹ with the rest Blender stored
         m = skin_fit.compose(rig.poses, skin_fit.rigid_inverse(rig.rest)[None])
         basis = basis_transforms(skin_fit.compose(m, rest[None]), rest, rig.selection.parent)
-        made.append(key_pose(game, tag, names, full.frames.astype(float), basis))
+        frames = full.frames.astype(float)
+        key = lambda name, rows: key_pose(game, name, names, frames[rows], basis[rows])  # noqa: E731
+        if full.winds:
+            made.extend(game_winds.key_winds(game, tag, full.winds, key))
+        else:
+            made.append(key(tag, slice(None)))
         mesh = full.mesh.copy()
         mesh.name = f"{tag} mesh"
         mesh_obj = skin_mesh(mesh, f"{tag} mesh", game, names, rig.indices, exportable_weights(rig.weights))
@@ -433,6 +455,17 @@ def _remove(made) -> None:
         bpy.data.objects.remove(thing)
         if data is not None and data.users == 0:
             (bpy.data.armatures if isinstance(data, bpy.types.Armature) else bpy.data.meshes).remove(data)
+
+
+def _wind_errors(full: FullRig, evaluated: np.ndarray) -> dict:
+    """Per wind of a Named Actions bake: the vertex error over its frames and ``sway_rms_m``, the rms distance of
+    the full rig's vertices from rest over them (what the game rig has to carry)."""
+    out = {}
+    for track, first, stop in full.winds:
+        baked = full.motion.frames[first:stop]
+        sway = float(np.sqrt(np.mean(np.sum((baked - full.motion.rest) ** 2, axis=-1))))
+        out[track] = dict(skin_fit.vertex_error(evaluated[first:stop], baked, full.height), sway_rms_m=sway)
+    return out
 
 
 def build_game_rig(context, full: FullRig, budget: int, options: skin_fit.FitOptions | None = None):
@@ -463,6 +496,8 @@ def build_game_rig(context, full: FullRig, budget: int, options: skin_fit.FitOpt
         seconds=dict(full.seconds, **seconds),
         **skin_fit.vertex_error(evaluated, full.motion.frames, full.height),
     )
+    if full.winds:
+        report["winds"] = _wind_errors(full, evaluated)
     game[GAME_TAG] = json.dumps(report)
     return game, mesh_obj, report
 
@@ -483,73 +518,4 @@ def game_rigs(context, obj, budgets, options: skin_fit.FitOptions | None = None)
         raise
     finally:
         bpy.data.meshes.remove(full.mesh)
-    return out
-
-
-# --- export -----------------------------------------------------------------------------------------------------
-
-
-def game_parts(obj):
-    """(armature, mesh) of the game rig ``obj`` belongs to (either of the two), or raise :class:`GameRigError`."""
-    if obj is not None and obj.type == "MESH" and obj.parent is not None and GAME_TAG in obj.parent:
-        obj = obj.parent
-    if obj is None or obj.type != "ARMATURE" or GAME_TAG not in obj:
-        what = f"'{obj.name}' is not" if obj is not None else "Nothing selected is"
-        raise GameRigError(f"{what} a Stiff Rods game rig: build one with Game Rig, then select it")
-    mesh = bpy.data.objects.get(obj.get(GAME_MESH, ""))
-    if mesh is None:
-        raise GameRigError(f"Game rig '{obj.name}' has lost its mesh '{obj.get(GAME_MESH)}'")
-    return obj, mesh
-
-
-def export_gltf(context, obj, filepath: str) -> dict:
-    """Export the game rig of ``obj`` alone (armature, mesh, its active action) as a GLB; the selection and
-    active object are given back. ``{"seconds", "bytes", "filepath"}``. The exporter samples the animation by
-    setting every frame, so the tree's own Armature modifiers are off meanwhile (seconds a frame on the birch)."""
-    game, mesh = game_parts(obj)
-    tree = bpy.data.objects.get(json.loads(game[GAME_TAG]).get("tree", ""))
-    with switched_off(_tree_deforms(tree, list(tree.children_recursive)) if tree is not None else []):
-        return _export(context, game, mesh, filepath)
-
-
-def gltf_options() -> dict:
-    """The exporter's options for a game rig that this Blender's exporter has: the rig's active action alone (3.x's
-    exporter has no animation mode; without merging it exports every action whose bones it can match)."""
-    wanted = dict(
-        export_format="GLB",
-        use_selection=True,
-        export_animations=True,
-        export_animation_mode="ACTIVE_ACTIONS",
-        export_anim_slide_to_zero=True,
-        export_skins=True,
-        export_all_influences=False,
-        export_apply=False,
-    )
-    known = getattr(bpy.ops.export_scene.gltf, "get_rna_type")().properties.keys()  # noqa: B009 (stubs: no self)
-    if "export_animation_mode" not in known:  # 3.x: one merged animation, not every action bones could take
-        wanted["export_nla_strips"] = False
-    return {k: v for k, v in wanted.items() if k in known}
-
-
-def _export(context, game, mesh, filepath: str) -> dict:
-    view_layer = context.view_layer
-    selected = [o for o in view_layer.objects if o.select_get()]
-    active = view_layer.objects.active
-    try:
-        for o in selected:
-            o.select_set(False)
-        game.select_set(True)
-        mesh.select_set(True)
-        view_layer.objects.active = game
-        clock = time.perf_counter()
-        bpy.ops.export_scene.gltf(filepath=filepath, **gltf_options())
-        seconds = time.perf_counter() - clock
-    finally:
-        game.select_set(False)
-        mesh.select_set(False)
-        for o in selected:
-            o.select_set(True)
-        view_layer.objects.active = active
-    out = dict(seconds=seconds, bytes=os.path.getsize(filepath), filepath=filepath)
-    game[GAME_EXPORT] = json.dumps(out)
     return out

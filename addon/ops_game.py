@@ -1,5 +1,5 @@
-"""Operators of the game export: Game Rig (a reduced skeleton within a bone budget, addon/game_rig.py) and Export
-glTF (the game rig alone as a GLB)."""
+"""Operators of the game export: Game Rig (a reduced skeleton within a bone budget, addon/game_rig.py), Export
+glTF and Export FBX (the game rig alone as a GLB or an FBX, addon/game_files.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import bpy
 from bpy.props import IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
-from . import game_rig
+from . import game_files, game_rig
 
 
 def _budgets(max_bones: int, lods: int) -> list[int]:
@@ -68,6 +68,20 @@ class STIFF_RODS_OT_game_rig(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _export(operator, context, export, what: str):
+    """Run ``export(context, obj, filepath)`` for the operator; its reports and result set."""
+    try:
+        out = export(context, context.active_object, operator.filepath)
+    except game_rig.GameRigError as exc:
+        operator.report({"ERROR"}, str(exc))
+        return {"CANCELLED"}
+    except (RuntimeError, OSError) as exc:
+        operator.report({"ERROR"}, f"{what} export to '{operator.filepath}' failed: {exc}")
+        return {"CANCELLED"}
+    operator.report({"INFO"}, f"Exported {out['filepath']}: {out['bytes']} bytes in {out['seconds']:.2f} s")
+    return {"FINISHED"}
+
+
 class STIFF_RODS_OT_export_gltf(bpy.types.Operator, ExportHelper):  # type: ignore[misc]  # Blender's own pattern
     """Export the selected game rig (its armature, mesh and action only) as glTF binary (.glb)"""
 
@@ -79,16 +93,22 @@ class STIFF_RODS_OT_export_gltf(bpy.types.Operator, ExportHelper):  # type: igno
     filter_glob: StringProperty(default="*.glb", options={"HIDDEN"})  # type: ignore[valid-type]
 
     def execute(self, context):
-        try:
-            out = game_rig.export_gltf(context, context.active_object, self.filepath)
-        except game_rig.GameRigError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        except (RuntimeError, OSError) as exc:
-            self.report({"ERROR"}, f"glTF export to '{self.filepath}' failed: {exc}")
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"Exported {out['filepath']}: {out['bytes']} bytes in {out['seconds']:.2f} s")
-        return {"FINISHED"}
+        return _export(self, context, game_files.export_gltf, "glTF")
 
 
-classes = (STIFF_RODS_OT_game_rig, STIFF_RODS_OT_export_gltf)
+class STIFF_RODS_OT_export_fbx(bpy.types.Operator, ExportHelper):  # type: ignore[misc]  # Blender's own pattern
+    """Export the selected game rig (its armature, mesh and animation only) as FBX for a game engine: no leaf
+    bones, every frame keyed, one take per animation from time 0, metres"""
+
+    bl_idname = "stiff_rods.export_fbx"
+    bl_label = "Export Game Rig (FBX)"
+    bl_options = {"REGISTER"}
+
+    filename_ext = ".fbx"
+    filter_glob: StringProperty(default="*.fbx", options={"HIDDEN"})  # type: ignore[valid-type]
+
+    def execute(self, context):
+        return _export(self, context, game_files.export_fbx, "FBX")
+
+
+classes = (STIFF_RODS_OT_game_rig, STIFF_RODS_OT_export_gltf, STIFF_RODS_OT_export_fbx)

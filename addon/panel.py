@@ -153,6 +153,8 @@ def _draw_game(layout, sc) -> None:
     if op is not None:  # the operator's properties (None where the layout only records what is drawn)
         op.max_bones, op.lods = sc.game_max_bones, sc.game_lods
     box.operator("stiff_rods.export_gltf")
+    box.operator("stiff_rods.export_fbx")
+    box.operator("stiff_rods.pivot_painter")
 
 
 def _draw_forest(layout, context, sc) -> None:

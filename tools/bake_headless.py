@@ -6,9 +6,9 @@ With Debian's Blender 3.4 (legacy add-on zip):
 With the bpy module (the Blender 4.2+ extension zip for your platform):
     python3 tools/bake_headless.py --blend sample_blends/white_birch.blend \
         --zip dist/stiff_rods-0.1.0-blender4.2-5.0-linux_x64.zip --frames 1 48 --out baked.blend
-A game-ready loop, its game rig and glTF:
+A game-ready loop, its game rig, glTF and FBX:
     python3 tools/bake_headless.py --blend tree.blend --zip ZIP --object treeArm --loop 120 \
-        --max-bones 64 --gltf tree.glb --out baked.blend
+        --max-bones 64 --gltf tree.glb --fbx tree.fbx --out baked.blend
 
 Enables Stiff Rods from ``--zip`` for this run only: the legacy zip is unpacked into a temporary
 folder and imported from there; the extension zip is installed into a temporary Blender user profile
@@ -105,8 +105,22 @@ def parse():
         help="after the bake, build a game rig of at most N bones (a new armature and skinned mesh, saved with --out)",
     )
     ap.add_argument("--gltf", metavar="OUT.glb", help="export the game rig (--max-bones) as glTF binary")
+    ap.add_argument("--fbx", metavar="OUT.fbx", help="export the game rig (--max-bones) as FBX")
+    ap.add_argument(
+        "--pivot-painter",
+        metavar="DIR",
+        help="write Unreal Pivot Painter 2 textures of the tree into DIR and the PivotPainter UV map on the game "
+        "rig's mesh (needs --max-bones; made before --gltf/--fbx, so they carry the UV map)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
+    check(ap, args)
+    args.kind = zip_kind(ap, args.zip) if args.zip else None
+    return args
+
+
+def check(ap, args) -> None:
+    """Refuse, through ``ap.error``, options that cannot work together or paths that cannot be written."""
     if args.frames and args.frames[1] < args.frames[0]:
         ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
     if args.loop is not None and args.loop < 2:
@@ -115,10 +129,11 @@ def parse():
         ap.error(f"--preroll {args.preroll}: frames before the start cannot be negative")
     if args.max_bones is not None and not 2 <= args.max_bones <= 1024:
         ap.error(f"--max-bones {args.max_bones}: a game rig has 2 to 1024 bones")
-    if args.gltf and args.max_bones is None:
-        ap.error("--gltf exports the game rig: give --max-bones too")
-    if args.gltf and not os.path.isdir(os.path.dirname(os.path.abspath(args.gltf))):
-        ap.error(f"--gltf {args.gltf}: the folder does not exist")
+    for flag, path in (("--gltf", args.gltf), ("--fbx", args.fbx), ("--pivot-painter", args.pivot_painter)):
+        if path and args.max_bones is None:
+            ap.error(f"{flag} exports the game rig: give --max-bones too")
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            ap.error(f"{flag} {path}: the folder does not exist")
     if args.install_to_profile and not args.zip:
         ap.error("--install-to-profile needs --zip")
     if args.blend and not os.path.isfile(args.blend):
@@ -126,8 +141,6 @@ def parse():
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         ap.error(f"--out {args.out}: the folder {out_dir} does not exist")
-    args.kind = zip_kind(ap, args.zip) if args.zip else None
-    return args
 
 
 def zip_kind(ap, path):
@@ -303,7 +316,9 @@ def pick_tree(bpy, args, source):
 
 
 def game_export(bpy, args, arm) -> dict:
-    """--max-bones: the game rig of the baked tree (operator stiff_rods.game_rig); --gltf: its GLB. What was made."""
+    """--max-bones: the game rig of the baked tree (operator stiff_rods.game_rig); --pivot-painter: its Pivot Painter
+    2 textures and UV map (stiff_rods.pivot_painter); --gltf, --fbx: its GLB, its FBX (operators
+    stiff_rods.export_gltf, stiff_rods.export_fbx). What was made."""
     if args.max_bones is None:
         return {}
     bpy.context.view_layer.objects.active = arm
@@ -311,11 +326,17 @@ def game_export(bpy, args, arm) -> dict:
     bpy.ops.stiff_rods.game_rig(max_bones=args.max_bones)
     game = bpy.context.view_layer.objects.active
     out = {"game_rig": game.name, "game_bones": len(game.data.bones), "game_rig_s": time.perf_counter() - t0}
-    if args.gltf:
-        path = os.path.abspath(args.gltf)
+    if args.pivot_painter:
         t0 = time.perf_counter()
-        bpy.ops.stiff_rods.export_gltf(filepath=path)
-        out.update(gltf=path, gltf_bytes=os.path.getsize(path), gltf_export_s=time.perf_counter() - t0)
+        folder = os.path.abspath(args.pivot_painter)
+        bpy.ops.stiff_rods.pivot_painter(directory=folder)
+        out.update(pivot_painter=folder, pivot_painter_s=time.perf_counter() - t0)
+    for key, path, export in (("gltf", args.gltf, "export_gltf"), ("fbx", args.fbx, "export_fbx")):
+        if path:
+            path = os.path.abspath(path)
+            t0 = time.perf_counter()
+            getattr(bpy.ops.stiff_rods, export)(filepath=path)
+            out.update({key: path, f"{key}_bytes": os.path.getsize(path), f"{key}_export_s": time.perf_counter() - t0})
     return out
 
 
@@ -403,8 +424,9 @@ def bake(bpy, args, source, arm, how):
         print(f"  cache:  {path}")
     if game:
         print(f"  game rig: {game['game_rig']}, {game['game_bones']} bones, {game['game_rig_s']:.1f} s")
-    if game.get("gltf"):
-        print(f"  glTF:   {game['gltf']} ({game['gltf_bytes']} bytes in {game['gltf_export_s']:.1f} s)")
+    for key, label in (("gltf", "glTF:"), ("fbx", "FBX: ")):
+        if game.get(key):
+            print(f"  {label}  {game[key]} ({game[f'{key}_bytes']} bytes in {game[f'{key}_export_s']:.1f} s)")
 
 
 def main():

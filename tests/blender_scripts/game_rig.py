@@ -30,7 +30,7 @@ import bake_forest  # noqa: E402
 bake_forest.load_forest(ROOT)
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
-from stiff_rods.addon import game_rig  # noqa: E402
+from stiff_rods.addon import game_files, game_rig  # noqa: E402
 
 bpy.ops.wm.open_mainfile(filepath=os.path.join(ROOT, "sample_blends", "white_birch.blend"))
 scene = bpy.context.scene
@@ -100,7 +100,7 @@ for game in games:
     clock = time.perf_counter()
     assert bpy.ops.stiff_rods.export_gltf(filepath=path) == {"FINISHED"}
     report["export_wall_s"] = time.perf_counter() - clock
-    report["export"] = json.loads(game[game_rig.GAME_EXPORT])
+    report["export"] = json.loads(game[game_files.GAME_EXPORT])
     report["export_kept_scene"] = snapshot() == keep
     report["glb"], report["glb_bytes"], report["mesh"] = path, os.path.getsize(path), mesh.name
     report["bone_names"] = [b.name for b in game.data.bones]

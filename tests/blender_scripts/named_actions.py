@@ -24,6 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FRAMES = 12
+GAME_BONES = 16
 
 
 def state(arm):
@@ -39,7 +40,8 @@ def state(arm):
 
 
 def spread(arm, track):
-    """rms over bones and frames of each bone's rotation angle from rest, with only ``track`` playing."""
+    """rms over bones and frames of each bone's rotation angle from its rest pose, with only ``track`` playing
+    (pose-bone quaternions: the game rig's bones rest where its fit put them, so it has no rotation at rest)."""
     anim = arm.animation_data
     for t in anim.nla_tracks:
         t.mute = t != track
@@ -70,6 +72,30 @@ def named_bake(arm):
     return out
 
 
+def game_rig(arm, glb):
+    """A 16-bone game rig of the named-action tree and its glTF (the add-on's operators)."""
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o == arm)
+    bpy.context.view_layer.objects.active = arm
+    actions, objects = set(bpy.data.actions), set(bpy.data.objects)
+    assert bpy.ops.stiff_rods.game_rig(max_bones=GAME_BONES) == {"FINISHED"}
+    game = bpy.context.view_layer.objects.active
+    anim = game.animation_data
+    out = {
+        "report": json.loads(game["stiff_rods_game_rig"]),
+        "active": anim.action.name if anim.action else None,
+        "strips": {t.name: [(s.action.name, s.frame_start, s.frame_end) for s in t.strips] for t in anim.nla_tracks},
+        "spread": {t.name: spread(game, t) for t in anim.nla_tracks},
+    }
+    assert bpy.ops.stiff_rods.export_gltf(filepath=glb) == {"FINISHED"}
+    out["name"] = game.name
+    for o in set(bpy.data.objects) - objects:  # the game rig removed: Free Bake is checked on the tree alone
+        bpy.data.objects.remove(o)
+    for a in set(bpy.data.actions) - actions:
+        bpy.data.actions.remove(a)
+    return out
+
+
 def make(zip_path, out):
     import addon_utils
 
@@ -82,6 +108,8 @@ def make(zip_path, out):
     bpy.ops.object.effector_add(type="WIND", rotation=(0.0, math.pi / 2, 0.0))  # ignored by the named winds
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(out, "pine.blend"))
     result = named_bake(arm)
+    result["game"] = game_rig(arm, os.path.join(out, "pine_game_34.glb"))
+    bpy.context.view_layer.objects.active = arm
     assert bpy.ops.stiff_rods.free_bake() == {"FINISHED"}
     result["freed"] = state(arm)
     return result
@@ -106,6 +134,10 @@ def bake(out):
         filepath=os.path.join(out, "pine.glb"), use_selection=True, export_animations=True, **mode
     )
     result["gltf_export_s"] = time.perf_counter() - t0
+    result["game"] = game_rig(arm, os.path.join(out, "pine_game_50.glb"))
+    bpy.context.view_layer.objects.active = arm
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o == arm)
     assert bpy.ops.stiff_rods.free_bake() == {"FINISHED"}
     result["freed"] = state(arm)
     result["fps"] = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
