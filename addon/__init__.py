@@ -13,9 +13,11 @@ import os
 import bpy
 
 from .. import solver
-from . import compat, operators, ops_game, ops_pivot, panel, properties
+from . import compat, operators, ops_cache, ops_game, ops_pivot, panel, properties
 
-classes = properties.classes + operators.classes + ops_game.classes + ops_pivot.classes + panel.classes
+classes = (
+    properties.classes + operators.classes + ops_cache.classes + ops_game.classes + ops_pivot.classes + panel.classes
+)
 
 
 KERNEL_CACHE_ENV = "STIFF_RODS_KERNEL_CACHE"

@@ -13,6 +13,7 @@ Bake (one tree, blocking or modal), the forest's workers and its parent (addon/f
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import numpy as np
@@ -29,6 +30,10 @@ PREV_FAKE_USER = "stiff_rods_previous_fake_user"
 PREV_POINTS = "stiff_rods_rest_points"
 PREV_LEAF_CACHE = "stiff_rods_leaf_cache"
 NAMED_ACTIONS = "stiff_rods_named_actions"  # [[NLA track, action], ...] a Named Actions bake added
+# The longest Pre-roll [s] Bake accepts. The default Damping (0.5/s, mass-proportional: every mode's amplitude
+# decays as e^(-0.25 t)) brings a start-up transient below double precision (2^-52) after ln(2^52)/0.25 = 144 s;
+# 600 s does so for any Damping from 0.12/s up, and a longer pre-roll only costs time (14,400 frames at 24 fps).
+PREROLL_LIMIT_S = 600.0
 BAKE_MARKS = (PREV_ACTION, PREV_MODES, PREV_FAKE_USER, PREV_POINTS, PREV_LEAF_CACHE, bones.ADDED_BONES, NAMED_ACTIONS)
 
 
@@ -58,6 +63,17 @@ def check_own_motion(arm) -> None:
         )
 
 
+def check_preroll(preroll: int, session) -> None:
+    """Refuse a Pre-roll of ``preroll`` frames longer than :data:`PREROLL_LIMIT_S` at the scene's frame rate."""
+    dt = session.frame_time
+    if preroll * dt > PREROLL_LIMIT_S:
+        raise ValueError(
+            f"Pre-roll of '{session.owner_name}' is {preroll} frames ({preroll * dt:.6g} s at {1.0 / dt:.4g} fps): "
+            f"the limit is {PREROLL_LIMIT_S:.0f} s ({math.floor(PREROLL_LIMIT_S / dt + 1e-9)} frames), after which "
+            "the start-up sway of the default damping is below double precision. Lower the Pre-roll"
+        )
+
+
 def plan_bones(session):
     """The bones the bake adds for branches without bones (addon/bones.py), or None."""
     if session.source.armature is not None and session.add_bones:
@@ -72,12 +88,14 @@ class BakeRun:
     :meth:`close` gives back. :meth:`record` is the result once :attr:`done`.
 
     The scene's Pre-roll and Loop (``settings.bake_spec``): the simulation starts ``preroll`` frames before
-    ``start`` and keys from ``start`` on; a loop keys ``start``..``start`` + Loop Length (``end`` is then that)
-    after a warm-up of whole loops (:func:`loop_warmup`: with Auto Pre-roll until a loop repeats itself, at most
-    ``preroll`` frames), and :meth:`record` closes its seam (addon/loop.py)."""
+    ``start`` (at most :data:`PREROLL_LIMIT_S`, :func:`check_preroll`) and keys from ``start`` on; a loop keys
+    ``start``..``start`` + Loop Length (``end`` is then that) after a warm-up of whole loops (:func:`loop_warmup`:
+    with Auto Pre-roll until a loop repeats itself, at most ``preroll`` frames), and :meth:`record` closes its
+    seam (addon/loop.py)."""
 
     def __init__(self, scene, session, start: int, end: int, plan=None):
         self.spec = settings.bake_spec(scene)
+        check_preroll(self.spec.preroll, session)  # the user's Pre-roll; a loop's automatic warm-up is bounded
         if self.spec.loop:
             end = start + self.spec.loop
         self.scene, self.session, self.start, self.end, self.plan = scene, session, start, end, plan

@@ -7,7 +7,7 @@ import time
 import bpy
 
 from ..solver import known_compiled_status
-from . import forest
+from . import bake, forest
 from .checks import up_to_date
 from .properties import settings_owner
 from .session import SESSIONS
@@ -127,7 +127,7 @@ def _draw_wind(layout, sc) -> None:
 
 
 def _draw_bake(layout, sc) -> None:
-    """Pre-roll and the seamless loop."""
+    """Pre-roll, the seamless loop, Named Actions and the baked tree's cache (USD, Alembic)."""
     box = layout.box()
     box.label(text="Bake")
     box.prop(sc, "use_loop")
@@ -136,10 +136,16 @@ def _draw_bake(layout, sc) -> None:
         col.prop(sc, "loop_frames")
         col.prop(sc, "use_auto_preroll")
         col.prop(sc, "use_seam_blend")
-    box.prop(sc, "preroll_frames")
+    row = box.row()
+    row.prop(sc, "preroll_frames")
+    render = sc.id_data.render
+    seconds = sc.preroll_frames * render.fps_base / render.fps
+    row.alert = seconds > bake.PREROLL_LIMIT_S  # Bake refuses it
+    row.label(text=f"{seconds:.1f} s")
     box.prop(sc, "use_named_actions")
     if sc.use_named_actions:
         box.row().prop(sc, "named_actions")
+    box.operator("stiff_rods.export_cache", icon="EXPORT")
 
 
 def _draw_game(layout, sc) -> None:

@@ -112,6 +112,13 @@ def parse():
         help="write Unreal Pivot Painter 2 textures of the tree into DIR and the PivotPainter UV map on the game "
         "rig's mesh (needs --max-bones; made before --gltf/--fbx, so they carry the UV map)",
     )
+    ap.add_argument(
+        "--usd",
+        metavar="OUT.usdc",
+        help="export the baked branches and leaves per frame as USD (operator stiff_rods.export_cache; a Blender "
+        "built with USD: blender.org's or the bpy module, not Debian's)",
+    )
+    ap.add_argument("--abc", metavar="OUT.abc", help="the same as Alembic (a Blender built with Alembic)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
     args = ap.parse_args(argv)
     check(ap, args)
@@ -132,6 +139,13 @@ def check(ap, args) -> None:
     for flag, path in (("--gltf", args.gltf), ("--fbx", args.fbx), ("--pivot-painter", args.pivot_painter)):
         if path and args.max_bones is None:
             ap.error(f"{flag} exports the game rig: give --max-bones too")
+    for flag, path in (
+        ("--gltf", args.gltf),
+        ("--fbx", args.fbx),
+        ("--pivot-painter", args.pivot_painter),
+        ("--usd", args.usd),
+        ("--abc", args.abc),
+    ):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             ap.error(f"{flag} {path}: the folder does not exist")
     if args.install_to_profile and not args.zip:
@@ -340,6 +354,22 @@ def game_export(bpy, args, arm) -> dict:
     return out
 
 
+def cache_export(bpy, args, arm) -> dict:
+    """--usd, --abc: the baked tree's branches and leaves per frame (operator stiff_rods.export_cache), each
+    announced before it starts (the storm birch's USD takes tens of seconds). What was written."""
+    out = {}
+    for key, path, fmt in (("usd", args.usd, "USD"), ("abc", args.abc, "ALEMBIC")):
+        if path:
+            path = os.path.abspath(path)
+            if not args.json:
+                print(f"Stiff Rods: exporting {fmt.title()} cache to {path} ...", flush=True)
+            bpy.context.view_layer.objects.active = arm
+            t0 = time.perf_counter()
+            bpy.ops.stiff_rods.export_cache(filepath=path, format=fmt)
+            out.update({key: path, f"{key}_bytes": os.path.getsize(path), f"{key}_export_s": time.perf_counter() - t0})
+    return out
+
+
 def bake_settings(scene, args) -> None:
     """--loop and --preroll as the scene's Loop and Pre-roll settings (saved with --out)."""
     sc = scene.stiff_rods
@@ -380,6 +410,7 @@ def bake(bpy, args, source, arm, how):
             seconds = time.perf_counter() - t0
             game = game_export(bpy, args, arm)
             bpy.ops.wm.save_mainfile()
+            game.update(cache_export(bpy, args, arm))
     finally:
         filepaths.save_version = save_version
     caches = sorted(
@@ -422,9 +453,9 @@ def bake(bpy, args, source, arm, how):
     print(f"  saved:  {out}")
     for path in caches:
         print(f"  cache:  {path}")
-    if game:
+    if game.get("game_rig"):
         print(f"  game rig: {game['game_rig']}, {game['game_bones']} bones, {game['game_rig_s']:.1f} s")
-    for key, label in (("gltf", "glTF:"), ("fbx", "FBX: ")):
+    for key, label in (("gltf", "glTF:"), ("fbx", "FBX: "), ("usd", "USD: "), ("abc", "Alembic:")):
         if game.get(key):
             print(f"  {label}  {game[key]} ({game[f'{key}_bytes']} bytes in {game[f'{key}_export_s']:.1f} s)")
 
