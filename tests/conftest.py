@@ -34,7 +34,11 @@ _FAILED_MODULES: set[str] = set()
 
 # A Blender test file installs the extension (its wheels unpacked: 0.4 GB a profile) into folders its module
 # fixtures make; a whole run would leave several GB. Remove them when the file is done, unless one of its tests
-# failed (kept to inspect). pyproject's tmp_path_retention_policy removes each passing test's tmp_path.
+# failed (kept to inspect), or their name starts with SHARED (made once for several files of one worker, e.g. the
+# carrier and units tests' zips). pyproject's tmp_path_retention_policy removes each passing test's tmp_path.
+SHARED = "shared-"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _module_folders_removed(request, tmp_path_factory):
     base = tmp_path_factory.getbasetemp()
@@ -42,4 +46,5 @@ def _module_folders_removed(request, tmp_path_factory):
     yield
     if request.module.__name__ not in _FAILED_MODULES:
         for path in set(base.iterdir()) - before:
-            shutil.rmtree(path, ignore_errors=True)
+            if not path.name.startswith(SHARED):
+                shutil.rmtree(path, ignore_errors=True)

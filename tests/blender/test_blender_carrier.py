@@ -42,8 +42,9 @@ ASPEN = dict(frames=[1, 5, 21, 48], move_m=3.0, turn_deg=60.0)
 
 @functools.cache
 def zips(session_tmp):
-    """The legacy and the linux-x64 extension zip, built once per test session (``session_tmp``: its folder)."""
-    out = session_tmp / "carrier-dist"
+    """The legacy and the linux-x64 extension zip, built once per test session (``session_tmp``: its folder; kept
+    for test_blender_units.py after this file: tests/conftest.py's SHARED)."""
+    out = session_tmp / "shared-carrier-dist"
     out.mkdir()
     return build_zips(out, "--platforms", "linux-x64", timeout=900)
 
