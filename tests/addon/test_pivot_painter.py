@@ -1,16 +1,15 @@
 """Pivot Painter 2 data of a simulated tree (addon/pivot_painter.py, addon/texture_files.py), read back by
 independent readers: OpenEXR's Python bindings for the EXR files and Pillow for the PNG, decoded with PP2's
-formulas written here (Unreal's UnpackIntegerAsFloat, CalculateMeshElementIndex, DecodeAxisVector,
+formulas (tests/pp2_reader.py and here: Unreal's UnpackIntegerAsFloat, CalculateMeshElementIndex, DecodeAxisVector,
 Decode8BitAlphaAxisExtent), and compared with the rod model's branch joints and the input polylines. The
 frequencies are checked against branch_modes and, for one tapered cantilever, against a finite-element beam
 written here with closed-form element matrices."""
 
 import numpy as np
-import OpenEXR
 import pytest
 import scipy.linalg
-from PIL import Image
 
+from pp2_reader import element_texels, read_exr, read_png, to_metres, unpack_integer_as_float
 from solver import attach_leaves, branch_modes, tree_from_branches
 from solver import quaternion as quat
 
@@ -45,40 +44,6 @@ def _tree():
         list(zip(points, radii, strict=True)), parents=parents, youngs_modulus=E, density=RHO
     )
     return points, parents, model, bmap
-
-
-def _read_exr(path):
-    """The RGBA pixels (H, W, 4) of an EXR file, as stored (float16 or float32), row 0 on top."""
-    with OpenEXR.File(str(path)) as f:
-        return np.array(f.channels()["RGBA"].pixels)
-
-
-def _read_png(path):
-    with Image.open(path) as im:
-        assert im.mode == "RGBA"
-        return np.asarray(im).astype(float)
-
-
-def _unpack_integer_as_float(value):
-    """Unreal's ms_PivotPainter2_UnpackIntegerAsFloat on the sampled float32: rebuild the half's bits from the
-    float32's sign, exponent and mantissa, less 1024."""
-    bits = np.asarray(value, np.float32).view(np.uint32).astype(np.int64)
-    sign = (bits >> 16) & 0x8000
-    exponent = (((bits >> 23) & 0xFF) - 127 + 15) << 10
-    mantissa = (bits >> 13) & 0x3FF
-    return (sign | exponent | mantissa) - 1024
-
-
-def _element_texels(uv, width, height):
-    """Unreal's CalculateMeshElementIndex on Blender UVs (v flipped by the exporter), and each element's texel
-    (row, column) as Unreal samples it."""
-    u, v = uv[:, 0], 1.0 - uv[:, 1]
-    col, row = np.floor(u * width).astype(int), np.floor(v * height).astype(int)
-    return col + row * width, row, col
-
-
-def _to_metres(rgb_unreal):
-    return rgb_unreal * np.array([1.0, -1.0, 1.0]) / 100.0
 
 
 def _half_step(x):
@@ -126,14 +91,14 @@ def test_float32_exr_rebuilds_pivot_axis_hierarchy_and_modes(written):
     """Measured: pivots within 2e-4 mm, axes within 1.2e-6°, extents within 1e-4 mm of the model."""
     pp, points, parents, model, bmap, elements, paths = written
     pivot, axis, extent, depth = _expected(points, parents, model, bmap)
-    first = _read_exr(paths["PivotPos_ParentIndex_f32"])
-    second = _read_exr(paths["XVector_XExtent_f32"])
-    modes = _read_exr(paths["Frequency_Damping_f32"])
+    first = read_exr(paths["PivotPos_ParentIndex_f32"])
+    second = read_exr(paths["XVector_XExtent_f32"])
+    modes = read_exr(paths["Frequency_Damping_f32"])
     assert first.dtype == np.float32
     height, width = first.shape[:2]
-    index, row, col = _element_texels(pp.element_uv(np.arange(len(points)), width, height), width, height)
+    index, row, col = element_texels(pp.element_uv(np.arange(len(points)), width, height), width, height)
     assert np.array_equal(index, np.arange(len(points)))
-    got_pivot = _to_metres(first[row, col, :3].astype(float))
+    got_pivot = to_metres(first[row, col, :3].astype(float))
     got_axis = second[row, col, :3].astype(float) * [1.0, -1.0, 1.0]
     angle = np.degrees(np.arccos(np.clip(np.sum(got_axis * axis, 1) / np.linalg.norm(got_axis, axis=1), -1, 1)))
     assert np.max(np.linalg.norm(got_pivot - pivot, axis=1)) < 1e-3
@@ -153,20 +118,20 @@ def test_half_float_and_8_bit_textures_hold_the_data_to_half_their_step(written)
     the extent within 1024/255 cm (measured 3.6 cm), parent index and steps from root exact."""
     pp, points, parents, model, bmap, elements, paths = written
     pivot, axis, extent, depth = _expected(points, parents, model, bmap)
-    first = _read_exr(paths["PivotPos_ParentIndex"])
-    steps = _read_exr(paths["PivotPos_StepsFromRoot"])
-    xvec = _read_png(paths["XVector_XExtent"])
+    first = read_exr(paths["PivotPos_ParentIndex"])
+    steps = read_exr(paths["PivotPos_StepsFromRoot"])
+    xvec = read_png(paths["XVector_XExtent"])
     assert first.dtype == np.float16 and steps.dtype == np.float16
     height, width = first.shape[:2]
     assert xvec.shape[:2] == (height, width)
-    index, row, col = _element_texels(pp.element_uv(np.arange(len(points)), width, height), width, height)
+    index, row, col = element_texels(pp.element_uv(np.arange(len(points)), width, height), width, height)
     assert np.array_equal(index, np.arange(len(points)))
     exact = 100.0 * pivot * [1.0, -1.0, 1.0]  # [cm], Unreal axes
     got = first[row, col, :3].astype(float)
     assert np.all(np.abs(got - exact) <= _half_step(exact) + 1e-9)
-    assert np.max(np.abs(_to_metres(got) - pivot)) <= 0.0025
+    assert np.max(np.abs(to_metres(got) - pivot)) <= 0.0025
     assert np.array_equal(steps[row, col, :3], first[row, col, :3])
-    parent = _unpack_integer_as_float(first[row, col, 3].astype(np.float32))
+    parent = unpack_integer_as_float(first[row, col, 3].astype(np.float32))
     assert np.array_equal(parent, [b if p is None else p[0] for b, p in enumerate(parents)])
     assert np.array_equal(steps[row, col, 3].astype(float), depth)
     got_axis = (xvec[row, col, :3] / 255.0 * 2.0 - 1.0) * [1.0, -1.0, 1.0]  # DecodeAxisVector's input
@@ -189,12 +154,12 @@ def test_int_as_float_indices_survive_the_half_exr_and_every_element_finds_its_t
         depth=np.zeros(n, np.int64), extent=np.ones(n), frequency_hz=np.ones(n), damping_ratio=np.zeros(n),
     )  # fmt: skip
     paths = pp.write_textures(elements, tmp_path, "many")
-    image = _read_exr(paths["PivotPos_ParentIndex"])
+    image = read_exr(paths["PivotPos_ParentIndex"])
     height, width = image.shape[:2]
     assert width * height >= n and width <= 4 * height
-    index, row, col = _element_texels(pp.element_uv(np.arange(n), width, height), width, height)
+    index, row, col = element_texels(pp.element_uv(np.arange(n), width, height), width, height)
     assert np.array_equal(index, np.arange(n))
-    assert np.array_equal(_unpack_integer_as_float(image[row, col, 3].astype(np.float32)), parent)
+    assert np.array_equal(unpack_integer_as_float(image[row, col, 3].astype(np.float32)), parent)
     exact = 100.0 * elements.pivot * [1.0, -1.0, 1.0]
     assert np.all(np.abs(image[row, col, :3].astype(float) - exact) <= _half_step(exact) + 1e-9)
 
@@ -224,7 +189,7 @@ def test_world_to_object_moves_pivots_axes_and_extents_into_the_objects_space(wr
     pivot, axis, extent, _ = _expected(points, parents, model, bmap)
     moved = np.array([[-2.0 * p[1] + 1.0, 2.0 * p[0] - 3.0, 2.0 * p[2] + 0.5] for p in pivot])
     turned = np.stack((-axis[:, 1], axis[:, 0], axis[:, 2]), axis=1)
-    assert np.max(np.abs(_to_metres(first.reshape(-1, 4)[:n, :3].astype(float)) - moved)) < 1e-5
+    assert np.max(np.abs(to_metres(first.reshape(-1, 4)[:n, :3].astype(float)) - moved)) < 1e-5
     assert np.max(np.abs(second.reshape(-1, 4)[:n, :3] * [1.0, -1.0, 1.0] - turned)) < 1e-6
     assert np.max(np.abs(second.reshape(-1, 4)[:n, 3] / 100.0 - 2.0 * extent)) < 1e-5
 
@@ -276,7 +241,7 @@ def test_a_tapered_cantilevers_frequency_channel_is_its_first_mode(addon, tmp_pa
     pts = _polyline(BASE, [1.0, 2.0, 2.0], length, 21)
     model, bmap = tree_from_branches([(pts, np.linspace(r0, r1, 21))], youngs_modulus=E, density=RHO)
     paths = pp.write_textures(pp.branch_elements(model, bmap, damping=DAMPING), tmp_path, "branch")
-    texel = _read_exr(paths["Frequency_Damping_f32"])[0, 0]
+    texel = read_exr(paths["Frequency_Damping_f32"])[0, 0]
     reference = fe_beam_frequency(length, r0, r1)
     assert texel[0] == pytest.approx(reference, rel=0.003)
     assert texel[1] == pytest.approx(DAMPING / (4 * np.pi * texel[0]), rel=1e-6)

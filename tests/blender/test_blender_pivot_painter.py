@@ -8,7 +8,7 @@ under a file) and run with its default folder. The numpy solver runs the bake (S
 first compile in a fresh profile would take minutes and the data here do not depend on it.
 
 Here, without Blender or add-on code: the EXR files are read with OpenEXR's bindings and the PNG with Pillow,
-decoded with Unreal's PP2 formulas written below, and compared with what Blender itself holds, in the mesh
+decoded with Unreal's PP2 formulas (tests/pp2_reader.py), and compared with what Blender itself holds, in the mesh
 object's space: each spline's first bone (its head is the branch's base joint, its direction the branch's first
 segment), the bones' parents, the curve's centre line and bevel radius, and the mesh's ``PivotPainter`` UVs.
 """
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from blender_env import ROOT, build_legacy_zip, run_blender
+from pp2_reader import element_texels, read_exr, read_png, unpack_integer_as_float
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "pivot_painter.py"
 FRAMES = 3
@@ -52,26 +53,8 @@ def exported(tmp_path_factory):
 # --- PP2's decoding, as Unreal's material functions do it ---------------------------------------------------------
 
 
-def read_exr(path):
-    with OpenEXR.File(str(path)) as f:
-        return np.array(f.channels()["RGBA"].pixels)
-
-
-def read_png(path):
-    with Image.open(path) as im:
-        assert im.mode == "RGBA"
-        return np.asarray(im).astype(float)
-
-
-def unpack_integer_as_float(value):
-    """ms_PivotPainter2_UnpackIntegerAsFloat: the half's bits from the sampled float32, less 1024."""
-    bits = np.asarray(value, np.float32).view(np.uint32).astype(np.int64)
-    return (((bits >> 16) & 0x8000) | ((((bits >> 23) & 0xFF) - 127 + 15) << 10) | ((bits >> 13) & 0x3FF)) - 1024
-
-
 def element_index(uv, width, height):
-    """ms_PivotPainter2_CalculateMeshElementIndex on Blender UVs (v flipped by the FBX and glTF exporters)."""
-    return np.floor(uv[:, 0] * width).astype(int) + np.floor((1.0 - uv[:, 1]) * height).astype(int) * width
+    return element_texels(uv, width, height)[0]
 
 
 def to_blender(rgb):
