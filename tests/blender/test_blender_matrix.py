@@ -4,7 +4,9 @@ the legacy zip, and the bpy modules 4.2, 5.0, 5.2 and 5.3 with the extension zip
 Each Blender runs tests/blender_scripts/compat_set.py once (two at a time): install the zip from disk into an
 isolated profile; Convert, Bake and Free Bake the bundled birch (12 frames); replay the baked file in a fresh
 profile without the add-on against a plain simulation loop; a 2-tree forest baked by the worker pool against
-each tree's serial bake; tools/bake_headless.py; the compiled solver. The tests below read its ``COMPAT`` line
+each tree's serial bake; tools/bake_headless.py; the compiled solver. The forest and the headless tool run on the
+matrix's ends (3.4, the oldest and the newest bpy module: EDGES); 5.0 and 5.2 have them in test_forest.py and
+test_headless_bake.py (the README's commands) and run the core set here. The tests below read its ``COMPAT`` line
 and the bone tails it saved: the birch as played from the baked file must agree between Blender 5.2 (Python
 3.13, numpy 2) and 3.4 (Python 3.11, Debian's numpy 1.24 and numba), both baked with Newton tolerance 1e-10.
 """
@@ -27,6 +29,7 @@ from blender_matrix import MATRIX, Blender, by_version  # noqa: E402
 
 SCRIPT = ROOT / "tests" / "blender_scripts" / "compat_set.py"
 VERSIONS = [b.version for b in MATRIX]
+EDGES = [MATRIX[0].version, *(b.version for b in MATRIX if b.is_module)][:2] + [MATRIX[-1].version]
 # Blenders running at once: CI machines have 2 cores, and under pytest-xdist (README's test command: two workers)
 # the other worker runs the rest of the suite on the second.
 PARALLEL = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
@@ -47,11 +50,12 @@ def package_version():
 def command(blender: Blender, zip_path, work):
     """The command line and environment that run the compatibility set on ``blender``."""
     kernels = {"STIFF_RODS_KERNEL_CACHE": str(work / "kernels")}  # shared with its forest workers
+    core = [] if blender.version in EDGES else ["core"]
     if not blender.is_module:
         args = ["blender", "-b", "--factory-startup", "--python", str(SCRIPT), "--", "run", str(zip_path), str(work)]
-        return args, blender_env(work / "profile") | kernels
+        return args + core, blender_env(work / "profile") | kernels
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BLENDER_USER_"))}
-    return [str(blender.python_exe), str(SCRIPT), "run", str(zip_path), str(work)], env | kernels
+    return [str(blender.python_exe), str(SCRIPT), "run", str(zip_path), str(work), *core], env | kernels
 
 
 def run_one(blender: Blender, dist, root):
@@ -149,7 +153,7 @@ def test_replay_without_addon_matches_simulation(matrix, version):
     assert replay["max_error_m"] <= REPLAY
 
 
-@by_blender
+@pytest.mark.parametrize("version", EDGES)
 def test_forest_of_two_trees_equals_serial_bakes(matrix, version):
     forest = compat(matrix, version, "forest")
     assert forest["outcome"] == ["FINISHED"]
@@ -161,7 +165,7 @@ def test_forest_of_two_trees_equals_serial_bakes(matrix, version):
     assert forest["tree_vs_tree"] > 1e-3, "the turned tree should sway otherwise than the first"
 
 
-@by_blender
+@pytest.mark.parametrize("version", EDGES)
 def test_bake_headless(matrix, version):
     headless = compat(matrix, version, "headless")
     assert headless["exit"] == 0, headless.get("stderr")

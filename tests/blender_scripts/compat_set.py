@@ -1,7 +1,7 @@
 """The compatibility set, the same on every Blender of the test matrix (run by tests/blender/test_blender_matrix.py).
 
-    blender -b --factory-startup --python compat_set.py -- run ZIP WORK      (Blender 3.4, the legacy zip)
-    PYTHON compat_set.py run ZIP WORK                                         (the bpy module, the extension zip)
+    blender -b --factory-startup --python compat_set.py -- run ZIP WORK [core]      (Blender 3.4, the legacy zip)
+    PYTHON compat_set.py run ZIP WORK [core]                                   (the bpy module, the extension zip)
 
 ``run`` installs ZIP from disk into the user profile (the caller isolates it: BLENDER_USER_* for Blender 3.4;
 for the bpy module this script points them at WORK/profile before ``import bpy``) and, in this one process:
@@ -16,6 +16,7 @@ for the bpy module this script points them at WORK/profile before ``import bpy``
   compared with each tree's serial bake: ``bake``'s for the first, Bake with only the second selected in a
   fresh copy of the file;
 * ``headless``: tools/bake_headless.py on WORK/birch.blend, frames 1-2, in a process of its own;
+  (with ``core``, neither ``forest`` nor ``headless`` runs)
 * ``replay``: a new process of the same Blender with a fresh, empty profile (the add-on not installed)
   opens WORK/baked.blend, plays the frames and compares every bone tail with WORK/expected_tails.npy;
   the played tails go to WORK/tails.npy (the cross-version comparison reads them).
@@ -61,7 +62,9 @@ def profile_env(profile):
 
 if IS_MODULE:  # before `import bpy`, which reads the profile
     _a = args()
-    os.environ.update(profile_env(os.path.join(_a[-1], "profile" if _a[0] == "run" else "profile_replay")))
+    os.environ.update(
+        profile_env(os.path.join(_a[2], "profile") if _a[0] == "run" else os.path.join(_a[1], "profile_replay"))
+    )
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -315,7 +318,7 @@ def replay(work):
 
 
 # ------------------------------------------------------------------ driver
-def run(zip_path, work):
+def run(zip_path, work, core=False):
     result = {"blender": bpy.app.version_string, "zip": os.path.basename(zip_path), "module": IS_MODULE}
     timings = result["seconds"] = {}
     state = {}
@@ -335,9 +338,10 @@ def run(zip_path, work):
         mod = state["mod"]
         part("compiled", compiled_part, mod)
         part("bake", lambda info: state.update(keys=bake_part(mod, work, info)))
-        if "keys" in state:
+        if "keys" in state and not core:
             part("forest", forest_part, work, state["keys"])
-        part("headless", headless_part, zip_path, work)
+        if not core:
+            part("headless", headless_part, zip_path, work)
         part("replay", replay_part, work)
     print("COMPAT " + json.dumps(result), flush=True)
 
@@ -345,7 +349,7 @@ def run(zip_path, work):
 def main():
     a = args()
     if a[0] == "run":
-        run(os.path.abspath(a[1]), os.path.abspath(a[2]))
+        run(os.path.abspath(a[1]), os.path.abspath(a[2]), core=a[3:] == ["core"])
     elif a[0] == "replay":
         replay(os.path.abspath(a[1]))
     else:
