@@ -24,7 +24,8 @@ import uuid
 import bpy
 import numpy as np
 
-from . import bake, game_winds, point_cache, reader
+from . import bake, game_rig, game_winds, point_cache, reader
+from .exporting import known_options, selected_alone
 
 # format: (extension, bpy.app.build_options flag, bpy.ops.wm operator, label)
 FORMATS = {
@@ -58,10 +59,6 @@ def extension(fmt: str) -> str:
     return FORMATS[fmt][0]
 
 
-def _known(op_name: str) -> set:
-    return set(getattr(bpy.ops.wm, op_name).get_rna_type().properties.keys())
-
-
 def baked_motion(obj, wind: str = ""):
     """(curve, leaves or None, armature or None, baked frames (F,), wind action or None) of the baked tree or
     curve ``obj``; :class:`CacheExportError` naming it when it is not baked. A Named Actions bake needs ``wind``,
@@ -89,24 +86,13 @@ def baked_motion(obj, wind: str = ""):
     return curve, leaves, arm, np.arange(start, end + 1), None
 
 
-def _world_points(ev) -> np.ndarray:
-    mesh = ev.to_mesh()
-    try:
-        co = np.empty(3 * len(mesh.vertices), np.float32)
-        mesh.vertices.foreach_get("co", co)
-    finally:
-        ev.to_mesh_clear()
-    m = np.array(ev.matrix_world, dtype=float)
-    return co.reshape(-1, 3).astype(float) @ m[:3, :3].T + m[:3, 3]
-
-
 def sample_branches(context, curve, frames: np.ndarray, progress=None) -> np.ndarray:
     """(F, V, 3) world positions [m] of ``curve``'s evaluated mesh at ``frames``; ``progress(i)`` after each."""
     scene = context.scene
     out = []
     for i, f in enumerate(frames):
         scene.frame_set(int(f))
-        out.append(_world_points(curve.evaluated_get(context.evaluated_depsgraph_get())))
+        out.append(game_rig.evaluated_points(curve, context.evaluated_depsgraph_get()))
         if len(out[-1]) != len(out[0]):
             raise CacheExportError(
                 f"'{curve.name}' changes its vertex count between frames {frames[0]} and {f}: a point cache "
@@ -144,22 +130,13 @@ def branch_stand_in(context, curve, frames: np.ndarray, folder: str, progress=No
 def scene_kept(context, objects, frames: np.ndarray):
     """Inside the block: ``objects`` alone selected (the first active), the scene's frame range the baked
     ``frames``; selection, active object and frame range given back after it."""
-    scene, view_layer = context.scene, context.view_layer
-    selected = [o for o in view_layer.objects if o.select_get()]
-    active = view_layer.objects.active
+    scene = context.scene
     kept = (scene.frame_start, scene.frame_end)
     try:
-        for o in selected:
-            o.select_set(False)
-        for o in objects:
-            o.select_set(True)
-        view_layer.objects.active = objects[0]
-        scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
-        yield
+        with selected_alone(context.view_layer, objects):
+            scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
+            yield
     finally:
-        for o in view_layer.objects:
-            o.select_set(o in selected)
-        view_layer.objects.active = active
         scene.frame_start, scene.frame_end = kept
 
 
@@ -204,7 +181,7 @@ def exporter_options(fmt: str, filepath: str, frames: np.ndarray) -> dict:
             global_scale=1.0,
             use_instancing=False,
         )
-    known = _known(op_name)
+    known = known_options(getattr(bpy.ops.wm, op_name))
     return dict({k: v for k, v in wanted.items() if k in known}, filepath=filepath, check_existing=False)
 
 

@@ -28,6 +28,7 @@ import time
 
 import bpy
 
+from .exporting import known_options, selected_alone
 from .game_rig import GAME_MESH, GAME_TAG, GameRigError, _tree_deforms, switched_off
 
 GAME_EXPORT = "stiff_rods_game_export"  # on the game armature: its last glTF export (JSON: seconds, bytes, file)
@@ -48,11 +49,6 @@ def game_parts(obj):
     return obj, mesh
 
 
-def _known(operator) -> set:
-    """The option names this Blender's exporter ``operator`` has."""
-    return set(getattr(operator, "get_rna_type")().properties.keys())  # noqa: B009 (stubs: no self)
-
-
 def gltf_options(named: bool = False) -> dict:
     """The exporter's options for a game rig that this Blender's exporter has: the rig's active action alone (3.x's
     exporter has no animation mode; without merging it exports every action whose bones it can match), or with
@@ -71,7 +67,7 @@ def gltf_options(named: bool = False) -> dict:
         export_all_influences=False,
         export_apply=False,
     )
-    known = _known(bpy.ops.export_scene.gltf)
+    known = known_options(bpy.ops.export_scene.gltf)
     if "export_animation_mode" not in known:  # 3.x: one merged animation, not every action bones could take
         wanted["export_nla_strips"] = named
     return {k: v for k, v in wanted.items() if k in known}
@@ -112,7 +108,7 @@ def fbx_options() -> dict:
         embed_textures=False,
         batch_mode="OFF",
     )
-    known = _known(bpy.ops.export_scene.fbx)
+    known = known_options(bpy.ops.export_scene.fbx)
     return {k: v for k, v in wanted.items() if k in known}
 
 
@@ -174,25 +170,10 @@ def _takes(game):
 
 def _export(context, game, mesh, write) -> dict:
     """``write()`` with only ``game`` and ``mesh`` selected (``game`` active); the selection given back after."""
-    view_layer = context.view_layer
-    selected = [o for o in view_layer.objects if o.select_get()]
-    active = view_layer.objects.active
-    try:
-        for o in selected:
-            o.select_set(False)
-        game.select_set(True)
-        mesh.select_set(True)
-        view_layer.objects.active = game
+    with selected_alone(context.view_layer, [game, mesh]):
         clock = time.perf_counter()
         write()
-        seconds = time.perf_counter() - clock
-    finally:
-        game.select_set(False)
-        mesh.select_set(False)
-        for o in selected:
-            o.select_set(True)
-        view_layer.objects.active = active
-    return dict(seconds=seconds)
+        return dict(seconds=time.perf_counter() - clock)
 
 
 def _record(game, key: str, out: dict, filepath: str) -> dict:
