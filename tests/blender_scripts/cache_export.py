@@ -10,9 +10,14 @@
     python cache_export.py -- abc OUT_DIR
         A fresh bpy process without the add-on: imports OUT_DIR/pine.abc and writes its objects' evaluated world
         points per frame (OUT_DIR/abc_<object>.npy).
-    python cache_export.py -- usd OUT_DIR
-        Plain Python with usd-core (pxr), no bpy: each mesh prim's points at each time code, to world with
-        ComputeLocalToWorldTransform and the stage's metersPerUnit (OUT_DIR/usd_<xform>.npy).
+    python cache_export.py -- usd OUT_DIR [NAME]
+        Plain Python with usd-core (pxr), no bpy: each mesh prim's points at each time code of OUT_DIR/NAME.usdc
+        (default pine), to world with ComputeLocalToWorldTransform and the stage's metersPerUnit
+        (OUT_DIR/usd_<xform>.npy, or OUT_DIR/NAME_usd_<xform>.npy for another NAME).
+    python cache_export.py -- birch OUT_DIR
+        The bpy module: the bundled leafy birch (sample_blends/white_birch.blend) in the storm, BIRCH_FRAMES frames
+        baked, exported as OUT_DIR/birch.usdc, Blender's evaluated world points per frame
+        (OUT_DIR/birch_blender_<object>.npy).
 Each phase prints ``CACHE_RESULT {json}``.
 """
 
@@ -26,6 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FRAMES = 6
+BIRCH_FRAMES = 3
 
 
 def world_points(obj, depsgraph):
@@ -147,6 +153,31 @@ def bake(out):
     return result
 
 
+def birch(out):
+    import shutil
+
+    import bpy
+
+    load_addon()
+    blend = os.path.join(out, "birch.blend")
+    shutil.copy(os.path.join(ROOT, "sample_blends", "white_birch.blend"), blend)
+    bpy.ops.wm.open_mainfile(filepath=blend)
+    scene = bpy.context.scene
+    arm = bpy.data.objects["treeArm"]
+    scene.frame_start, scene.frame_end = 1, BIRCH_FRAMES
+    vl = bpy.context.view_layer
+    vl.objects.active = arm
+    for o in vl.objects:
+        o.select_set(o == arm)
+    bpy.ops.stiff_rods.storm_preset()
+    t0 = time.perf_counter()
+    assert bpy.ops.stiff_rods.bake(frame_start=1, frame_end=BIRCH_FRAMES) == {"FINISHED"}
+    result = {"bake_s": time.perf_counter() - t0, "usd": export(bpy, os.path.join(out, "birch.usdc"), "USD")}
+    objects = [bpy.data.objects["tree"], bpy.data.objects["leaves"]]
+    result["vertices"] = sample(bpy, objects, range(1, BIRCH_FRAMES + 1), out, "birch_blender")
+    return result
+
+
 def abc(out):
     import bpy
 
@@ -160,10 +191,11 @@ def abc(out):
     }
 
 
-def usd(out):
+def usd(out, name="pine"):
     from pxr import Usd, UsdGeom
 
-    stage = Usd.Stage.Open(os.path.join(out, "pine.usdc"))
+    stage = Usd.Stage.Open(os.path.join(out, f"{name}.usdc"))
+    prefix = "usd" if name == "pine" else f"{name}_usd"
     scale = UsdGeom.GetStageMetersPerUnit(stage)
     prims = {}
     for prim in stage.Traverse():
@@ -177,9 +209,9 @@ def usd(out):
             local = np.array(attr.Get(t), dtype=float)
             m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(t), dtype=float)  # row vectors
             frames.append(scale * (local @ m[:3, :3] + m[3, :3]))
-        name = prim.GetParent().GetName()  # the object's Xform; the Mesh prim is its data
-        np.save(os.path.join(out, f"usd_{name}.npy"), np.array(frames))
-        prims[name] = {"path": str(prim.GetPath()), "times": list(times)}
+        xform = prim.GetParent().GetName()  # the object's Xform; the Mesh prim is its data
+        np.save(os.path.join(out, f"{prefix}_{xform}.npy"), np.array(frames))
+        prims[xform] = {"path": str(prim.GetPath()), "times": list(times)}
     return {
         "pxr": "bpy" not in sys.modules,
         "up_axis": UsdGeom.GetStageUpAxis(stage),
@@ -192,8 +224,8 @@ def usd(out):
 
 def main():
     args = sys.argv[sys.argv.index("--") + 1 :]
-    phase = {"make": make, "bake": bake, "abc": abc, "usd": usd}[args[0]]
-    print("CACHE_RESULT " + json.dumps(phase(args[1])))
+    phase = {"make": make, "bake": bake, "abc": abc, "usd": usd, "birch": birch}[args[0]]
+    print("CACHE_RESULT " + json.dumps(phase(*args[1:])))
 
 
 main()
