@@ -25,6 +25,7 @@ PURE_MODULES = (
     "skin_fit",
     "pivot_painter",
     "texture_files",
+    "variants",
 )
 
 
