@@ -13,10 +13,16 @@ import os
 import bpy
 
 from .. import solver
-from . import compat, operators, ops_cache, ops_game, ops_pivot, panel, properties
+from . import compat, operators, ops_cache, ops_game, ops_instances, ops_pivot, panel, properties
 
 classes = (
-    properties.classes + operators.classes + ops_cache.classes + ops_game.classes + ops_pivot.classes + panel.classes
+    properties.classes
+    + operators.classes
+    + ops_cache.classes
+    + ops_game.classes
+    + ops_instances.classes
+    + ops_pivot.classes
+    + panel.classes
 )
 
 

@@ -7,12 +7,13 @@ import time
 import bpy
 
 from ..solver import known_compiled_status
-from . import bake, forest
+from . import bake, forest, instances
 from .checks import up_to_date
 from .properties import settings_owner
 from .session import SESSIONS
 
 _CHOSEN: dict = {}  # the panel's last forest.chosen: key → (time, lines)
+_INSTANCES: dict = {}  # the panel's last instances.summary: scene name → (time, lines)
 
 
 def chosen_lines(context, every: float = 1.0) -> list[tuple[str, str]]:
@@ -176,6 +177,31 @@ def _draw_forest(layout, context, sc) -> None:
         box.label(text=status, icon="TIME")
 
 
+def instance_lines(scene, every: float = 1.0) -> list[str]:
+    """instances.summary(scene), worked out again at most every ``every`` seconds (it walks the scene's objects;
+    the panel redraws on every mouse move)."""
+    now = time.monotonic()
+    last = _INSTANCES.get(scene.name)
+    if last is None or now - last[0] >= every:
+        _INSTANCES.clear()
+        last = _INSTANCES[scene.name] = (now, instances.summary(scene))
+    return last[1]
+
+
+def _draw_instances(layout, context, sc) -> None:
+    """Instanced forests (addon/instances.py): Variants, Bake and Free Instances, what the result holds."""
+    box = layout.box()
+    box.label(text="Instances")
+    box.prop(sc, "instance_variants")
+    box.prop(sc, "hero_distance")
+    box.prop(sc, "hero_collection")
+    for text in instance_lines(context.scene):
+        box.label(text=text)
+    row = box.row(align=True)
+    row.operator("stiff_rods.bake_instances")
+    row.operator("stiff_rods.free_instances")
+
+
 def _draw_session(layout, context, owner) -> None:
     """The live session's model size, cost per step and residual (nothing when ``owner`` has none)."""
     session = SESSIONS.get(owner.name)
@@ -212,6 +238,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         _draw_bake(layout, sc)
         _draw_game(layout, sc)
         _draw_forest(layout, context, sc)
+        _draw_instances(layout, context, sc)
         row = layout.row(align=True)
         row.operator("stiff_rods.convert")
         row.operator("stiff_rods.simulate")

@@ -463,6 +463,28 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         "that bake the trees in parallel while Blender stays responsive; 1 from a script: one tree after "
         "the other in Blender itself",
     )
+    instance_variants: IntProperty(
+        name="Variants",
+        default=8,
+        min=1,
+        max=64,
+        description="Bake Instances: phase-shifted copies of each asset's loop; every instance plays one, chosen "
+        "from its position so that neighbours differ",
+    )
+    hero_distance: FloatProperty(
+        name="Hero Distance (m)",
+        default=0.0,
+        min=0.0,
+        unit="LENGTH",
+        description="Bake Instances: instances whose origin is closer than this to the scene camera are made real "
+        "and baked individually in the shared wind (0: off)",
+    )
+    hero_collection: PointerProperty(
+        name="Hero Collection",
+        type=bpy.types.Collection,
+        description="Bake Instances: every collection instancer in this collection is made real and baked "
+        "individually in the shared wind",
+    )
 
 
 classes = (StiffRodsObjectSettings, StiffRodsSceneSettings)
