@@ -48,6 +48,7 @@ from solver.build.scenes import chain, random_tree  # noqa: E402
 TARGET_SLOPE = 1.1
 TARGET_MS_AT_100K = 40.0  # ms per iteration at 100 000 segments
 TARGET_BYTES_PER_SEGMENT = 3000.0
+TARGET_US_PER_SEGMENT = 0.6  # µs per segment and iteration, at every size
 SCENES = {"chain": lambda n: chain(n), "tree": lambda n: random_tree(n, seed=0)}
 
 
@@ -144,11 +145,13 @@ def summary(scenes: list, detail: dict, slopes: dict, met: dict):
 def main() -> None:
     ap = _common.arguments(__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: 1000 and 10000 segments, 3 repeats")
-    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 10000 100000)")
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=None, help="segment counts (default 1000 3000 10000 30000 100000)"
+    )
     ap.add_argument("--repeats", type=int, default=None, help="timed iterations per size (default 15; 3 with --quick)")
     ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
     args = ap.parse_args()
-    sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
+    sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 3000, 10000, 30000, 100000])
 
     t_all = time.perf_counter()
     detail = {s: [] for s in args.scenes}
@@ -161,6 +164,7 @@ def main() -> None:
     met = {s: (slopes[s] is not None and slopes[s] <= TARGET_SLOPE) for s in args.scenes}
     memory = {} if args.quick else {s: memory_per_segment(s) for s in args.scenes}
     at_100k = {s: d["ms_per_iteration"] for s in args.scenes for d in detail[s] if d["segments"] >= 100000}
+    per_segment = {s: [1e3 * d["ms_per_iteration"] / d["segments"] for d in detail[s]] for s in args.scenes}
     out = {
         "benchmark": "scaling",
         "sizes": sizes,
@@ -175,6 +179,9 @@ def main() -> None:
         "ms_per_iteration_at_100k": at_100k,
         "target_ms_at_100k_le": TARGET_MS_AT_100K,
         "target_ms_at_100k_met": bool(at_100k) and all(v <= TARGET_MS_AT_100K for v in at_100k.values()),
+        "us_per_segment_iteration": per_segment,
+        "target_us_per_segment_le": TARGET_US_PER_SEGMENT,
+        "target_us_per_segment_met": all(v <= TARGET_US_PER_SEGMENT for u in per_segment.values() for v in u),
         "target_bytes_per_segment_le": TARGET_BYTES_PER_SEGMENT,
         "target_bytes_per_segment_met": bool(memory)
         and all(m["bytes_per_segment"] <= TARGET_BYTES_PER_SEGMENT for m in memory.values()),
