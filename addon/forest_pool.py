@@ -69,11 +69,11 @@ def set_scene_settings(scene, settings):
         setattr(scene.stiff_rods, key, value)
 
 
-def bake_one(blend: str, name: str, start: int, end: int, progress=None, settings: dict | None = None) -> dict:
-    """Open ``blend`` (if needed) and bake tree ``name``: ``{"tree", "record" (bytes of the .npz) or None,
-    "error" (a message) or None, "seconds", "segments", "pid"}``. ``settings``: the scene's Stiff Rods settings
-    to set first (name → value, e.g. ``use_loop``). Bad input and solver failures come back as ``error``; anything
-    else (a file that cannot be read) raises, so a scheduler may retry elsewhere."""
+def bake_guarded(blend: str, name: str, start: int, end: int, progress=None, settings: dict | None = None):
+    """(the BakeRecord or None, ``{"tree", "record": None, "error" (a message) or None, "seconds", "segments",
+    "pid"}``) of tree ``name`` baked in ``blend`` (opened if needed) with the scene's Stiff Rods ``settings`` set
+    first (name → value, e.g. ``use_loop``). Bad input and solver failures come back as ``error``; anything else
+    (a file that cannot be read) raises, so a scheduler may retry elsewhere."""
     open_blend(blend)
     set_scene_settings(bpy.context.scene, settings or {})
     out: dict = dict(tree=name, record=None, error=None, seconds=None, segments=None, pid=os.getpid())
@@ -83,12 +83,28 @@ def bake_one(blend: str, name: str, start: int, end: int, progress=None, setting
         raise
     except (reader.ReadError, ValueError) as exc:  # bad input: the same message as Bake's
         out["error"] = str(exc)
-        return out
+        return None, out
     except Exception as exc:  # the solver failed on this tree
         out["error"] = f"{type(exc).__name__}: {exc}"
-        return out
-    out.update(record=rec.to_bytes(), seconds=rec.seconds, segments=rec.segments)
+        return None, out
+    out.update(seconds=rec.seconds, segments=rec.segments)
+    return rec, out
+
+
+def bake_one(blend: str, name: str, start: int, end: int, progress=None, settings: dict | None = None) -> dict:
+    """Open ``blend`` (if needed) and bake tree ``name``: :func:`bake_guarded`'s dict with ``record``, the
+    BakeRecord's bytes (the .npz), when it baked."""
+    rec, out = bake_guarded(blend, name, start, end, progress, settings)
+    if rec is not None:
+        out["record"] = rec.to_bytes()
     return out
+
+
+def reopen_blend(path: str) -> None:
+    """Open ``path`` again, whatever :func:`open_blend` remembers (a worker that keyed a tree into its copy of
+    the scene gives the next tree the scene as saved)."""
+    open_blend.key = None  # type: ignore[attr-defined]
+    open_blend(path)
 
 
 def _say(**msg) -> None:

@@ -21,6 +21,19 @@ biggest first), ``write_s`` (the parent's writing), ``write_fraction_of_serial``
 wall time of a forest of 1000 such trees (the 12 measured times repeated) on 64 and 512 cores, the
 largest tree as the floor, plus the parent's writing at the measured rate; ``write_bound_cores`` is the
 core count from which the parent's writing takes longer than the trees' simulation.
+
+Writing that scales (benchmarks/_forest_caches.py): the same 12-tree forest baked with ``tools/bake_forest.py
+--usd`` (2-worker LocalCluster: each worker bakes and exports its tree, the parent writes the root layer), then a
+120-tree forest (the same four presets with seeds 1-30, made the same way) baked with ``--usd`` over
+``--frames-many`` frames (default 4: the parent's steps are the same for any frame count, the workers' export
+is what a longer bake makes slower; 96 frames of 120 trees would take over half an hour on 2 cores). Keys:
+``per_tree_cache_s`` / ``per_tree_export_s`` (12 trees, each tree's bake + export and its export alone in its
+worker), ``usd_s``, ``parent_s`` and ``parent_s_per_tree`` ({"12": .., "120": ..}: the parent's own time,
+everything but waiting for the workers: submitting, receiving, the root layer; it opens no scene, a worker
+finds the trees: ``resolve_s_12`` / ``resolve_s_120``), ``parent_cpu_s`` (the parent process's CPU time, all
+threads: Dask's client thread receiving the results included), ``projection_caches_1000_trees`` (the 12 trees'
+bake + export repeated on 64 and 512 cores, the parent's time fitted as a + b·trees through 12 and 120 trees) and
+``parent_share_64_cores`` (target <= 0.10; ``parent_cpu_share_64_cores`` with the CPU time instead).
 """
 
 import json
@@ -34,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _blender  # noqa: E402
 import _common  # noqa: E402
+import _forest_caches  # noqa: E402
 
 ROOT = _blender.ROOT
 SCRIPTS = ROOT / "tests" / "blender_scripts"
@@ -45,21 +59,12 @@ PRESETS = [
 ]
 
 
-def spec(frames: int) -> dict:
-    trees = [
-        {"preset": name, "seed": seed, "location": [8.0 * i, 8.0 * seed, 0.0], "overrides": overrides}
-        for seed in (1, 2, 3)
-        for i, (name, overrides) in enumerate(PRESETS)
-    ]
-    return {"trees": trees, "frames": [1, frames], "wind": {"speed": 10.0, "gusts": 0.2, "turbulence": 2.0}}
-
-
-def make_forest(work: Path, frames: int) -> Path:
-    (work / "spec.json").write_text(json.dumps(spec(frames)))
-    blend = work / "forest.blend"
+def make_forest(work: Path, frames: int, seeds=(1, 2, 3), name: str = "forest") -> Path:
+    (work / f"{name}.json").write_text(json.dumps(_forest_caches.spec(PRESETS, seeds, frames)))
+    blend = work / f"{name}.blend"
     cmd = ["blender", "-b", "--factory-startup", "--python", str(SCRIPTS / "forest_scene.py"), "--"]
     proc = subprocess.run(
-        cmd + [str(blend), str(work / "spec.json")], capture_output=True, text=True, env=_blender.blender_env()
+        cmd + [str(blend), str(work / f"{name}.json")], capture_output=True, text=True, env=_blender.blender_env()
     )
     if proc.returncode or not blend.is_file():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
@@ -115,7 +120,10 @@ def inner(blend: str, work: str) -> dict:
     rc = bake_forest.main([blend, "--workers", "2", "--json", "--out", os.path.join(work, "dask_baked.blend")])
     dask_s = time.perf_counter() - t0
     assert rc == 0
-    return {
+    t0 = time.perf_counter()
+    usd = _forest_caches.usd_run(blend, work)
+    usd_s = time.perf_counter() - t0
+    return cache_keys(usd, usd_s) | {
         "trees": len(names),
         "frames": end - start + 1,
         "segments_total": sum(e["segments"] for e in entries),
@@ -133,25 +141,68 @@ def inner(blend: str, work: str) -> dict:
     }
 
 
+def cache_keys(usd: dict, usd_s: float) -> dict:
+    """The --usd run's numbers: per tree in the workers (bake + export, biggest first), the parent's own time."""
+    order = sorted(usd["per_tree_s"], key=lambda n: -usd["per_tree_s"][n])
+    return {
+        "usd_s": round(usd_s, 2),
+        "per_tree_cache_s": [usd["per_tree_s"][n] for n in order],
+        "per_tree_export_s": [usd["per_tree_export_s"][n] for n in order],
+        "parent_s_12": usd["parent_s"],
+        "parent_cpu_s_12": usd["parent_cpu_s"],
+        "resolve_s_12": round(usd["parent_resolve_wait_s"], 2),
+        "usd_root_s_12": usd["usd_root_s"],
+    }
+
+
+def run_inner(flag: str, blend: Path, work: Path) -> dict:
+    proc = subprocess.run([sys.executable, __file__, flag, str(blend), str(work)], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode or not lines:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(f"the forest benchmark failed (exit {proc.returncode})")
+    return json.loads(lines[-1])
+
+
+def parent_keys(result: dict, many: dict) -> dict:
+    """parent_s_per_tree at 12 and at ``many``'s tree count, the 1000-tree projection with caches on 64 and 512
+    cores and the parent's share on 64 (target <= 0.10)."""
+    n = many["trees"]
+    parents = {"12": result.pop("parent_s_12"), str(n): many["parent_s"]}
+    cpu = {"12": result.pop("parent_cpu_s_12"), str(n): many["parent_cpu_s"]}
+    args = (result["per_tree_cache_s"], result["worker_start_s"], result["resolve_s_12"], parents, 1000)
+    projection = {cores: _forest_caches.project_parent(*args, cores) for cores in (64, 512)}
+    cpu_64 = _forest_caches.project_parent(*args[:3], cpu, 1000, 64)
+    return {
+        "parent_s": parents,
+        "parent_s_per_tree": {k: round(v / int(k), 5) for k, v in parents.items()},
+        "resolve_s_120": round(many["parent_resolve_wait_s"], 2),
+        "usd_s_120": many["seconds"],
+        "usd_root_s_120": many["usd_root_s"],
+        "projection_caches_1000_trees": projection,
+        "parent_share_64_cores": projection[64]["parent_share"],
+        "parent_share_target_met": projection[64]["parent_share"] <= 0.10,
+        "parent_cpu_s": cpu,
+        "parent_cpu_share_64_cores": cpu_64["parent_share"],
+    }
+
+
 def main():
-    if "--inner" in sys.argv:
-        blend, work = sys.argv[sys.argv.index("--inner") + 1 :][:2]
-        print(json.dumps(inner(blend, work)))
-        return
+    for flag, run in (("--inner", inner), ("--inner-usd", _forest_caches.usd_run)):
+        if flag in sys.argv:
+            blend, work = sys.argv[sys.argv.index(flag) + 1 :][:2]
+            print(json.dumps(run(blend, work)))
+            return
     ap = _common.arguments(__doc__)
     ap.add_argument("--frames", type=int, default=96, help="frames baked per tree (default 96)")
+    ap.add_argument("--frames-many", type=int, default=4, help="frames of the 120-tree --usd run (default 4)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="forest_bench_") as tmp:
         work = Path(tmp)
-        blend = make_forest(work, args.frames)
-        proc = subprocess.run(
-            [sys.executable, __file__, "--inner", str(blend), str(work)], capture_output=True, text=True
-        )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-        if proc.returncode or not lines:
-            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-            raise SystemExit(f"the forest benchmark failed (exit {proc.returncode})")
-        result = json.loads(lines[-1])
+        result = run_inner("--inner", make_forest(work, args.frames), work)
+        many = make_forest(work, args.frames_many, seeds=range(1, 31), name="forest120")
+        (work / "many").mkdir()
+        result.update(parent_keys(result, run_inner("--inner-usd", many, work / "many")))
     per_tree, n_trees = result["per_tree_s"], result["trees"]
     result["projection_1000_trees"] = {
         cores: project(per_tree, result["write_s"] / n_trees, result["worker_start_s"], 1000, cores)

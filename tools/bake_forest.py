@@ -18,11 +18,20 @@ which keeps them in a cache folder next to ``--out``, writes all keyframes in on
 scene and saves it as ``--out`` (the input is never written; the leaves' point caches go next to
 ``--out``). Progress: one line per tree on stderr. At the end a summary (``--json``: one JSON line); the
 exit status is 1 when a tree was refused or failed (each named with the reason), the others are baked.
+
+Caches that scale (docs/forest.md, "Caches: writing that scales"):
+    python tools/bake_forest.py scene.blend --usd shot/forest.usda     # shot/forest_trees/<tree>.usdc
+    python tools/bake_forest.py scene.blend --abc shot/forest_abc      # shot/forest_abc/<tree>.abc, index.json
+Each worker bakes its tree, keys it into its own copy of the scene and exports it with Export Cache
+(addon/forest_cache.py); this process writes no keyframes and opens no scene: a worker finds the trees, and
+this process writes the root layer (plain text, one reference per tree) or the index (addon/forest_layers.py).
+With ``--out`` as well, the keyed .blend is written as above, from the same workers' records.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -88,6 +97,63 @@ def bake_task(addon_root: str, blend, names: list, start: int, end: int, setting
     return [forest.bake_one(path, name, start, end, settings=settings) for name in names]
 
 
+def load_layers(addon_root: str):
+    """addon/forest_layers.py (names, root layer, index) alone: no bpy, no add-on package."""
+    mod = sys.modules.get("stiff_rods_forest_layers")
+    if mod is None:
+        path = os.path.join(addon_root, "addon", "forest_layers.py")
+        spec = importlib.util.spec_from_file_location("stiff_rods_forest_layers", path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclasses.dataclass
+class Refused:
+    name: str
+    reason: str
+
+
+@dataclasses.dataclass
+class Tree:
+    name: str
+    kind: str
+    weight: int
+
+
+def resolve_task(addon_root: str, blend, select: dict, settings: dict) -> dict:
+    """A Dask task of ``--usd``/``--abc`` without ``--out``: open the scene in a worker (which then bakes with it
+    open) and find its trees, so this process never opens it. {"trees": [(name, kind, weight)], "refused":
+    [(name, reason)], "frames": [start, end], "fps", "error"}."""
+    forest = load_forest(addon_root)
+    import bpy
+    from stiff_rods.addon import forest_pool
+
+    forest_pool.open_blend(local_blend(blend))
+    scene = bpy.context.scene
+    forest_pool.set_scene_settings(scene, settings)
+    try:
+        found, start, end = resolve_scene(bpy, forest, argparse.Namespace(**select))
+    except SystemExit as exc:  # a collection or object that is not there
+        return {"error": str(exc)}
+    trees = [(t.name, t.kind, t.weight) for t in found.trees]
+    fps = scene.render.fps / scene.render.fps_base
+    refused = [(r.name, r.reason) for r in found.refused]
+    return {"trees": trees, "refused": refused, "frames": [start, end], "fps": fps, "error": None}
+
+
+def cache_task(addon_root: str, blend, jobs: list, start: int, end: int, settings: dict | None, record: bool) -> list:
+    """One Dask task of ``--usd``/``--abc``: bake and export each tree of ``jobs`` ((name, {"usd"/"abc": file})
+    pairs) in this worker (addon/forest_cache.py:bake_export); the record's bytes only when ``record``."""
+    load_forest(addon_root)
+    from stiff_rods.addon import forest_cache
+
+    path = local_blend(blend)
+    return [forest_cache.bake_export(path, name, start, end, paths, settings, record) for name, paths in jobs]
+
+
 def parse(argv):
     ap = argparse.ArgumentParser(
         prog="bake_forest.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,7 +163,17 @@ def parse(argv):
     ap.add_argument(
         "--scheduler", help="address of a running Dask scheduler (tcp://HOST:8786) instead of a LocalCluster"
     )
-    ap.add_argument("--out", help="where to save the baked scene (default: <scene>_baked.blend beside it)")
+    ap.add_argument(
+        "--out", help="where to save the keyed scene (default: <scene>_baked.blend beside it; none with --usd/--abc)"
+    )
+    ap.add_argument(
+        "--usd",
+        metavar="FOREST.usda",
+        help="each worker writes its tree's USD (FOREST_trees/<tree>.usdc), this process the root layer composing them",
+    )
+    ap.add_argument(
+        "--abc", metavar="DIR", help="each worker writes its tree's Alembic (DIR/<tree>.abc); DIR/index.json"
+    )
     ap.add_argument("--frames", nargs=2, type=int, metavar=("START", "END"), help="frame range (default: the scene's)")
     ap.add_argument("--collection", help="bake only the trees of this collection")
     ap.add_argument("--objects", nargs="+", metavar="NAME", help="bake only these trees (armature or curve names)")
@@ -112,12 +188,14 @@ def parse(argv):
     if not os.path.isfile(args.blend):
         ap.error(f"{args.blend}: no such file")
     args.blend = os.path.abspath(args.blend)
+    check_caches(ap, args)
     stem = os.path.splitext(args.blend)[0]
-    args.out = os.path.abspath(args.out or stem + "_baked.blend")
-    if os.path.exists(args.out) and os.path.samefile(args.out, args.blend):
-        ap.error(f"--out {args.out} is the input file: bake into another file")
-    if not os.path.isdir(os.path.dirname(args.out)):
-        ap.error(f"--out {args.out}: the folder {os.path.dirname(args.out)} does not exist")
+    if args.out or not (args.usd or args.abc):
+        args.out = os.path.abspath(args.out or stem + "_baked.blend")
+        if os.path.exists(args.out) and os.path.samefile(args.out, args.blend):
+            ap.error(f"--out {args.out} is the input file: bake into another file")
+        if not os.path.isdir(os.path.dirname(args.out)):
+            ap.error(f"--out {args.out}: the folder {os.path.dirname(args.out)} does not exist")
     if args.frames and args.frames[1] < args.frames[0]:
         ap.error(f"--frames {args.frames[0]} {args.frames[1]}: the end frame is before the start frame")
     _bake_options.check(ap, args)
@@ -126,6 +204,34 @@ def parse(argv):
     if not os.path.isfile(os.path.join(args.addon, "addon", "forest.py")):
         ap.error(f"--addon {args.addon}: not a Stiff Rods add-on folder (no addon/forest.py)")
     return args
+
+
+def check_caches(ap, args) -> None:
+    """--usd: a .usda root layer in an existing folder; --abc: a folder whose parent exists (made if needed)."""
+    if args.usd:
+        args.usd = os.path.abspath(args.usd)
+        if not args.usd.lower().endswith(".usda"):
+            ap.error(f"--usd {args.usd}: the root layer is plain text, a .usda file")
+        if not os.path.isdir(os.path.dirname(args.usd)):
+            ap.error(f"--usd {args.usd}: the folder {os.path.dirname(args.usd)} does not exist")
+    if args.abc:
+        args.abc = os.path.abspath(args.abc)
+        if os.path.exists(args.abc) and not os.path.isdir(args.abc):
+            ap.error(f"--abc {args.abc}: not a folder")
+        if not os.path.isdir(os.path.dirname(args.abc)):
+            ap.error(f"--abc {args.abc}: the folder {os.path.dirname(args.abc)} does not exist")
+
+
+def cache_jobs(args, names: list) -> dict:
+    """tree name → {"usd"/"abc": its cache file} for --usd/--abc (folders made), or {} without them."""
+    layers = load_layers(args.addon)
+    jobs: dict = {n: {} for n in names} if (args.usd or args.abc) else {}
+    for key, folder in (("usd", args.usd and layers.trees_folder(args.usd)), ("abc", args.abc)):
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            for name, file in layers.tree_files(names, layers.EXTENSIONS[key]).items():
+                jobs[name][key] = os.path.join(folder, file)
+    return jobs
 
 
 def candidates(bpy, args) -> list:
@@ -161,58 +267,114 @@ def cluster(args):
     return Client(local), local
 
 
-def bake(args, client, forest, trees, start, end, folder, on_result=None) -> dict:
-    """Run the tasks; each tree's result into ``folder`` (manifest and records). Returns tree -> manifest entry."""
-    from distributed import as_completed
-
-    manifest = forest.new_manifest(args.blend, trees, start, end)
-    entry = {e["name"]: e for e in manifest["trees"]}
-    forest.write_manifest(folder, manifest)
-    blend = args.blend
-    if args.send:
+def scene_ref(args, client):
+    """The scene as the tasks get it: its path, or with --send its bytes scattered to every worker (once)."""
+    if not args.send:
+        return args.blend
+    if getattr(args, "sent", None) is None:
         with open(args.blend, "rb") as fh:
-            blend = client.scatter(fh.read(), broadcast=True, hash=False)
-    ordered = sorted(trees, key=lambda t: -t.weight)  # biggest first
+            args.sent = client.scatter(fh.read(), broadcast=True, hash=False)
+    return args.sent
+
+
+def submit(args, client, ordered, blend, start, end, jobs, keyed) -> dict:
+    """One task per ``--chunk`` trees, the biggest first; future → tree names."""
     futures = {}
+    settings = _bake_options.scene_settings(args)
     for i in range(0, len(ordered), args.chunk):
         chunk = ordered[i : i + args.chunk]
         names = [t.name for t in chunk]
-        fut = client.submit(
-            bake_task,
-            args.addon,
-            blend,
-            names,
-            start,
-            end,
-            _bake_options.scene_settings(args),
-            key=f"stiff-rods-bake-{i:05d}",
-            retries=args.retries,
-            priority=chunk[0].weight,
-            pure=False,
-        )
-        futures[fut] = names
-    t0, done = time.perf_counter(), 0
-    for fut in as_completed(futures):
-        try:
-            results = fut.result()
-        except Exception as exc:  # retried and still raising, or its workers kept dying (KilledWorker)
-            results = [dict(tree=n, record=None, error=f"{type(exc).__name__}: {exc}") for n in futures[fut]]
-        for r in results:
+        if jobs:
+            task = (cache_task, args.addon, blend, [(n, jobs[n]) for n in names], start, end, settings, keyed)
+        else:
+            task = (bake_task, args.addon, blend, names, start, end, settings)
+        key = f"stiff-rods-bake-{i:05d}"
+        futures[client.submit(*task, key=key, retries=args.retries, priority=chunk[0].weight, pure=False)] = names
+    return futures
+
+
+def receive(fut, result, names) -> list:
+    """The task's list of per-tree results, or one failure per tree of a task that raised."""
+    if fut.status == "finished":
+        return result
+    # retried and still raising, or its workers kept dying (KilledWorker): (type, exception, traceback)
+    exc = result[1] if isinstance(result, tuple) else result
+    return [dict(tree=n, record=None, error=f"{type(exc).__name__}: {exc}") for n in names]
+
+
+def progress_line(e: dict, r: dict) -> str:
+    if e["status"] != "done":
+        return f"FAILED: {e['error']}"
+    if r.get("files"):
+        return f"baked in {r['bake_s']:.1f} s, exported {', '.join(r['files'].values())} in {r['export_s']:.1f} s"
+    return f"baked in {e['seconds']:.1f} s"
+
+
+def bake(args, client, forest, trees, frames, folder, on_result=None, clock=None) -> dict:
+    """Run the tasks; each tree's result into ``folder`` (manifest and records; None: no keyed .blend, no folder).
+    Returns tree -> manifest entry. ``clock["waiting_s"]`` adds the time spent waiting for the workers."""
+    from distributed import as_completed
+
+    clock = {} if clock is None else clock
+    start, end = frames
+    if forest is not None:
+        manifest = forest.new_manifest(args.blend, trees, start, end)
+    else:  # --usd/--abc alone: no cache folder, no add-on in this process
+        manifest = {"trees": [dict(name=t.name, kind=t.kind, status="pending", error=None) for t in trees]}
+    entry = {e["name"]: e for e in manifest["trees"]}
+    if folder:
+        forest.write_manifest(folder, manifest)
+    blend = scene_ref(args, client)
+    ordered = sorted(trees, key=lambda t: -t.weight)  # biggest first
+    jobs = cache_jobs(args, [t.name for t in ordered])
+    ts = time.perf_counter()
+    futures = submit(args, client, ordered, blend, start, end, jobs, keyed=folder is not None)
+    clock["submit_s"] = time.perf_counter() - ts
+    t0, done, waiting = time.perf_counter(), 0, 0.0
+    # the client fetches each result as its task ends, in its own thread: no round trip per tree here
+    pending = as_completed(futures, with_results=True, raise_errors=False)
+    while True:
+        tw = time.perf_counter()
+        fut, value = next(pending, (None, None))
+        waiting += time.perf_counter() - tw
+        if fut is None:
+            break
+        for r in receive(fut, value, futures[fut]):
             e = entry[r["tree"]]
             if r["error"] is None:
-                forest.save_record(os.path.join(folder, e["file"]), r["record"])
+                if folder and r["record"] is not None:
+                    forest.save_record(os.path.join(folder, e["file"]), r["record"])
                 e.update(status="done", seconds=r["seconds"], segments=r["segments"], worker=r["pid"])
+                e.update({k: r[k] for k in ("bake_s", "export_s", "files", "bytes") if k in r})
             else:
                 e.update(status="failed", error=r["error"])
             done += 1
-            elapsed = time.perf_counter() - t0
-            eta = elapsed / done * (len(entry) - done)
-            what = f"baked in {e['seconds']:.1f} s" if e["status"] == "done" else f"FAILED: {e['error']}"
-            print(f"[{done}/{len(entry)}] {r['tree']}: {what} (ETA {eta:.0f} s)", file=sys.stderr, flush=True)
+            eta = (time.perf_counter() - t0) / done * (len(entry) - done)
+            line = f"[{done}/{len(entry)}] {r['tree']}: {progress_line(e, r)} (ETA {eta:.0f} s)"
+            print(line, file=sys.stderr, flush=True)
             if on_result is not None:
                 on_result(client, r)
-        forest.write_manifest(folder, manifest)
+        if folder:
+            forest.write_manifest(folder, manifest)
+    clock["waiting_s"] = clock.get("waiting_s", 0.0) + waiting
     return entry
+
+
+def write_caches(args, result: dict, frames, fps: float) -> dict:
+    """The parent's part of --usd (the root layer) and --abc (index.json): what was written."""
+    layers = load_layers(args.addon)
+    done = [e for e in result.values() if e["status"] == "done"]
+    out: dict = {}
+    if args.usd and done:
+        trees = [(e["name"], e["files"]["usd"]) for e in done]
+        out["usd_root_s"] = layers.write_root_layer(args.usd, trees, frames, fps)
+        out["usd"] = args.usd
+    if args.abc:
+        keys = ("name", "status", "error", "seconds", "bake_s", "export_s", "segments", "bytes")
+        entries = [{k: e.get(k) for k in keys} | {"file": (e.get("files") or {}).get("abc")} for e in result.values()]
+        out["abc_index_s"] = layers.write_alembic_index(args.abc, args.blend, entries, frames, fps)
+        out["abc"] = args.abc
+    return out
 
 
 def save_out(bpy, args):
@@ -221,12 +383,12 @@ def save_out(bpy, args):
     bpy.ops.wm.save_as_mainfile(filepath=args.out)
 
 
-def summary(args, forest_result, refused, seconds, write) -> dict:
+def summary(args, forest_result, refused, seconds, write, caches=None) -> dict:
     entries = list(forest_result.values())
     done = [e for e in entries if e["status"] == "done"]
     failed = {e["name"]: e["error"] for e in entries if e["status"] == "failed"}
     per_tree = {e["name"]: round(e["seconds"], 3) for e in done}
-    return {
+    out = {
         "trees": len(entries) + len(refused),
         "baked": len(done),
         "refused": {r.name: r.reason for r in refused},
@@ -239,8 +401,13 @@ def summary(args, forest_result, refused, seconds, write) -> dict:
         "fcurves": write.fcurves if write else 0,
         "keys": write.keys if write else 0,
         "workers": "scheduler " + args.scheduler if args.scheduler else f"LocalCluster of {args.workers}",
-        "out": args.out if done else None,
+        "out": args.out if done and args.out else None,
     }
+    if caches is not None:  # --usd / --abc: each tree's bake and export apart, the parent's own time
+        out["per_tree_bake_s"] = {e["name"]: round(e["bake_s"], 3) for e in done}
+        out["per_tree_export_s"] = {e["name"]: round(e["export_s"], 3) for e in done}
+        out.update(caches)
+    return out
 
 
 def print_summary(s, frames) -> None:
@@ -255,8 +422,14 @@ def print_summary(s, frames) -> None:
             f"  per tree: {min(times):.1f}-{max(times):.1f} s (median {statistics.median(times):.1f} s, "
             f"{s['bake_seconds']:.1f} s in all)"
         )
+    if times and s["out"]:
         print(f"  written:  {s['fcurves']} F-curves, {s['keys']} keys in {s['write_seconds']:.2f} s")
         print(f"  saved:    {s['out']}")
+    for key, label in (("usd", "USD root layer"), ("abc", "Alembic folder")):
+        if s.get(key):
+            print(f"  {label}: {s[key]}")
+    if "parent_s" in s:
+        print(f"  this process: {s['parent_s']:.3f} s besides waiting for the workers")
     for name, reason in {**s["refused"], **s["failed"]}.items():
         print(f"  not baked: {name}: {reason}")
 
@@ -277,27 +450,50 @@ def main(argv=None, on_result=None) -> int:
             local.close()
 
 
-def run(args, client, t0, on_result) -> int:
-    forest = load_forest(args.addon)
-    import bpy
-
+def open_scene(bpy, forest, args):
+    """Open the scene, set --loop/--preroll, find the trees: (found, start, end)."""
     bpy.ops.wm.open_mainfile(filepath=args.blend, load_ui=False)
+    for key, value in _bake_options.scene_settings(args).items():  # saved with --out, as the workers bake
+        setattr(bpy.context.scene.stiff_rods, key, value)
+    found, start, end = resolve_scene(bpy, forest, args)
+    for r in found.refused:
+        print(f"bake_forest: not baking {r.name}: {r.reason}", file=sys.stderr, flush=True)
+    return found, start, end
+
+
+def resolve_scene(bpy, forest, args):
+    """The open scene's trees (``args``: blend, frames, loop, collection, objects): (found, start, end)."""
     scene = bpy.context.scene
     start, end = args.frames or (scene.frame_start, scene.frame_end)
-    for key, value in _bake_options.scene_settings(args).items():  # saved with --out, as the workers bake
-        setattr(scene.stiff_rods, key, value)
     if args.loop:
         end = start + args.loop
     found = forest.resolve(candidates(bpy, args))
     if args.objects:  # named on the command line: each one that is no tree is a refusal too
         found.refused += found.ignored
-    for r in found.refused:
-        print(f"bake_forest: not baking {r.name}: {r.reason}", file=sys.stderr, flush=True)
+    return found, start, end
+
+
+def run(args, client, t0, on_result) -> int:
+    """The bake: in the cache mode (--usd/--abc without --out) without bpy in this process (:func:`run_caches`),
+    else opening the scene here, the keyed .blend written from the workers' records (and the caches)."""
+    if args.out is None:
+        return run_caches(args, client, t0, on_result)
+    forest = load_forest(args.addon)
+    import bpy
+
+    # the parent's own time: everything from opening the scene to the caches written, except waiting for the
+    # workers (the keyed .blend of --out is write_seconds, apart)
+    clock = {"waiting_s": 0.0, "cpu0": time.process_time()}
+    tp = time.perf_counter()
+    found, start, end = open_scene(bpy, forest, args)
     folder = forest.cache_folder(args.out)
     os.makedirs(folder, exist_ok=True)
-    write = None
+    write, caches = None, None
     try:
-        result = bake(args, client, forest, found.trees, start, end, folder, on_result) if found.trees else {}
+        result = bake(args, client, forest, found.trees, (start, end), folder, on_result, clock) if found.trees else {}
+        if args.usd or args.abc:
+            fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+            caches = write_caches(args, result, (start, end), fps) | parent_clock(clock, tp)
         if any(e["status"] == "done" for e in result.values()):
             save_out(bpy, args)
             write = forest.write_forest(folder, skip_failed=True)
@@ -305,16 +501,55 @@ def run(args, client, t0, on_result) -> int:
     finally:
         if not args.keep_cache:
             shutil.rmtree(folder, ignore_errors=True)
-    s = summary(args, result, found.refused, time.perf_counter() - t0, write)
+    s = summary(args, result, found.refused, time.perf_counter() - t0, write, caches)
+    return finish(args, s, found.trees, (start, end))
+
+
+def parent_clock(clock: dict, since: float) -> dict:
+    """This process's own time since ``since`` (its main thread's, all but the time it waited for the workers)
+    and ``parent_cpu_s``: the CPU time of all its threads since then (Dask's client thread receiving included)."""
+    clock["cpu_s"] = time.process_time() - clock.pop("cpu0")
+    return {"parent_s": round(time.perf_counter() - since - clock["waiting_s"], 4)} | {
+        f"parent_{k}": round(v, 4) for k, v in clock.items()
+    }
+
+
+def run_caches(args, client, t0, on_result) -> int:
+    """--usd/--abc alone: a worker opens the scene and finds its trees, the workers bake and export them, this
+    process writes the root layer or index. It never imports bpy nor opens the scene (opening a 120-tree forest
+    takes 9-10 s)."""
+    clock = {"waiting_s": 0.0, "cpu0": time.process_time()}
+    tp = time.perf_counter()
+    blend = scene_ref(args, client)
+    select = {k: getattr(args, k) for k in ("blend", "frames", "loop", "collection", "objects")}
+    fut = client.submit(resolve_task, args.addon, blend, select, _bake_options.scene_settings(args), pure=False)
+    tw = time.perf_counter()
+    found = fut.result()
+    clock["waiting_s"] += time.perf_counter() - tw
+    clock["resolve_wait_s"] = time.perf_counter() - tw
+    if found["error"]:
+        raise SystemExit(found["error"])
+    refused = [Refused(n, r) for n, r in found["refused"]]
+    for r in refused:
+        print(f"bake_forest: not baking {r.name}: {r.reason}", file=sys.stderr, flush=True)
+    trees = [Tree(*t) for t in found["trees"]]
+    frames = tuple(found["frames"])
+    result = bake(args, client, None, trees, frames, None, on_result, clock) if trees else {}
+    caches = write_caches(args, result, frames, found["fps"]) | parent_clock(clock, tp)
+    return finish(args, summary(args, result, refused, time.perf_counter() - t0, None, caches), trees, frames)
+
+
+def finish(args, s: dict, trees, frames) -> int:
+    """Print the summary; the exit status."""
     if args.json:
         print(json.dumps(s))
     else:
-        print_summary(s, (start, end))
+        print_summary(s, frames)
     bad = {**s["refused"], **s["failed"]}
     if bad:
         print(f"bake_forest: {len(bad)} not baked: {', '.join(bad)}", file=sys.stderr)
         return 1
-    if not found.trees:
+    if not trees:
         print(f"bake_forest: no tree or curve to bake in {args.blend}", file=sys.stderr)
         return 1
     return 0

@@ -26,6 +26,7 @@ PURE_MODULES = (
     "pivot_painter",
     "texture_files",
     "variants",
+    "forest_layers",
 )
 
 
