@@ -171,23 +171,32 @@ def set_variants(obj, mod_name: str, collection) -> None:
     obj.update_tag()
 
 
-def restore_all(objects) -> int:
-    """Every modifier :func:`set_variants` changed given its inputs back; how many."""
+def _restore(objects, key: str, give_back) -> int:
+    """Every modifier whose previous inputs ``objects`` keep under ``key`` (JSON: modifier name → values) given
+    them back by ``give_back(mod, identifiers, values)``; the property removed; how many."""
     n = 0
     for obj in objects:
-        if PREVIOUS not in obj:
+        if key not in obj:
             continue
-        for mod_name, before in json.loads(obj[PREVIOUS]).items():
+        for mod_name, before in json.loads(obj[key]).items():
             mod = obj.modifiers.get(mod_name)
             if mod is None or mod.node_group is None:
                 continue
-            ids = _identifiers(mod.node_group)
-            mod[ids["Variants"]] = bpy.data.collections.get(before["variants"] or "")
-            mod[ids["Use Variants"]] = before["use"]
+            give_back(mod, _identifiers(mod.node_group), before)
             obj.update_tag()
             n += 1
-        del obj[PREVIOUS]
+        del obj[key]
     return n
+
+
+def _variants_back(mod, ids, before) -> None:
+    mod[ids["Variants"]] = bpy.data.collections.get(before["variants"] or "")
+    mod[ids["Use Variants"]] = before["use"]
+
+
+def restore_all(objects) -> int:
+    """Every modifier :func:`set_variants` changed given its inputs back; how many."""
+    return _restore(objects, PREVIOUS, _variants_back)
 
 
 def set_heroes(obj, mod_name: str, camera, distance: float) -> None:
@@ -206,23 +215,14 @@ def set_heroes(obj, mod_name: str, camera, distance: float) -> None:
     obj.update_tag()
 
 
+def _heroes_back(mod, ids, before) -> None:
+    mod[ids["Hero Camera"]] = tuple(before["camera"])
+    mod[ids["Hero Distance"]] = before["distance"]
+
+
 def restore_heroes(objects) -> int:
     """Every modifier :func:`set_heroes` changed given its hero inputs back; how many."""
-    n = 0
-    for obj in objects:
-        if HERO_PREVIOUS not in obj:
-            continue
-        for mod_name, before in json.loads(obj[HERO_PREVIOUS]).items():
-            mod = obj.modifiers.get(mod_name)
-            if mod is None or mod.node_group is None:
-                continue
-            ids = _identifiers(mod.node_group)
-            mod[ids["Hero Camera"]] = tuple(before["camera"])
-            mod[ids["Hero Distance"]] = before["distance"]
-            obj.update_tag()
-            n += 1
-        del obj[HERO_PREVIOUS]
-    return n
+    return _restore(objects, HERO_PREVIOUS, _heroes_back)
 
 
 def add_modifier(obj, asset):

@@ -206,13 +206,7 @@ def refused_asset(bpy):
     e = bpy.data.objects.new("inst_rock", None)
     e.instance_type, e.instance_collection = "COLLECTION", coll
     bpy.context.scene.collection.objects.link(e)
-    before = scene_state(bpy)
-    try:
-        bpy.ops.stiff_rods.bake_instances()
-        message = None
-    except RuntimeError as exc:
-        message = str(exc)
-    same = scene_state(bpy) == before
+    message, same = refused_bake(bpy)
     bpy.data.objects.remove(e)
     bpy.data.objects.remove(cube)
     bpy.data.meshes.remove(bpy.data.meshes["Cube"])
@@ -223,13 +217,19 @@ def refused_asset(bpy):
 def no_camera(bpy):
     """Bake Instances with a Hero Distance and no scene camera: the error, and whether anything changed."""
     bpy.context.scene.stiff_rods.hero_distance = HERO_DISTANCE_M
+    message, same = refused_bake(bpy)
+    return {"message": message, "unchanged": same}
+
+
+def refused_bake(bpy):
+    """Bake Instances expected to be refused: (its error or None, whether the scene is as it was)."""
     before = scene_state(bpy)
     try:
         bpy.ops.stiff_rods.bake_instances()
         message = None
     except RuntimeError as exc:
         message = str(exc)
-    return {"message": message, "unchanged": scene_state(bpy) == before}
+    return message, scene_state(bpy) == before
 
 
 def add_heroes(bpy):
