@@ -13,7 +13,7 @@ import os
 import bpy
 
 from .. import solver
-from . import compat, operators, ops_cache, ops_game, ops_instances, ops_pivot, panel, properties
+from . import compat, operators, ops_cache, ops_game, ops_instances, ops_pivot, ops_preview_bake, panel, properties
 
 classes = (
     properties.classes
@@ -48,6 +48,8 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    if ops_preview_bake.forget_on_load not in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.append(ops_preview_bake.forget_on_load)
     # The operators report the solver's status (a WARNING without numba) through Blender; the solver's own log
     # records stay with a handler the user configured, instead of Python's last-resort print of a second copy.
     logging.getLogger(solver.COMPILED_LOGGER).addHandler(_NULL_HANDLER)
@@ -62,6 +64,9 @@ def register():
 
 def unregister():
     logging.getLogger(solver.COMPILED_LOGGER).removeHandler(_NULL_HANDLER)
+    if ops_preview_bake.forget_on_load in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(ops_preview_bake.forget_on_load)
+    ops_preview_bake.preview_record.forget()
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import live_preview, ops_common, reader, wind
+from . import live_preview, ops_common, ops_preview_bake, reader, wind
 from .bake import PREV_LEAF_CACHE, BakeRun, baked_action, keyed_id, restore_modes, switch_to_quaternions  # noqa: F401
 from .checks import RUNNING, active_tree, check_bake, check_editable, check_not_running, tree_session, up_to_date  # noqa: F401
 from .ops_bake import STIFF_RODS_OT_bake
@@ -95,6 +95,7 @@ class STIFF_RODS_OT_simulate(bpy.types.Operator):
             raise reader.ReadError(f"'{s.owner_name}' has a Stiff Rods bake: Free Bake first")
         s.set_wind(wind.SceneWind.from_scene(context.scene))
         s.reset(context.scene.frame_current, context.scene, live=True)
+        ops_preview_bake.start_recording(s, context.scene)  # the frames shown, for Bake from Preview
         return s
 
     def invoke(self, context, event):
@@ -196,6 +197,7 @@ def step_live(session: Session, scene, preview: live_preview.EnvelopePreview | N
     timeline advanced. This is the whole body of the modal timer, testable without a window."""
     session.advance_frame(scene)
     session.write_pose()
+    ops_preview_bake.record_shown(session)  # arrays the tick has computed, copied: no Blender writes
     if preview is not None:
         preview.write()
     if scene.frame_current != session.frame:
@@ -237,4 +239,5 @@ classes = (
     STIFF_RODS_OT_simulate,
     STIFF_RODS_OT_bake,
     STIFF_RODS_OT_free_bake,
+    ops_preview_bake.STIFF_RODS_OT_bake_from_preview,
 )

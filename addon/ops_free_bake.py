@@ -20,6 +20,7 @@ from .bake import (
     restore_modes,
 )
 from .checks import active_tree, check_not_running, check_not_tweaking
+from .preview_record import forget
 
 
 def _restore_points(curve, saved) -> list[int]:
@@ -137,6 +138,7 @@ class STIFF_RODS_OT_free_bake(bpy.types.Operator):
             self.report({"WARNING"}, f"No Stiff Rods bake to free on {', '.join(repr(n) for n in bare)}")
         for owner, holder, action, unlinked in todo:
             missing = self._free(owner, holder, action, unlinked)
+            forget(owner.name)  # Free Bake ends the tree's preview recording too
             self.report({"INFO"}, f"Freed the Stiff Rods bake of '{owner.name}'")
             if missing:
                 self.report(

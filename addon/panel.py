@@ -7,7 +7,7 @@ import time
 import bpy
 
 from ..solver import known_compiled_status
-from . import bake, forest, instances
+from . import bake, forest, instances, preview_record, settings
 from .checks import up_to_date
 from .properties import settings_owner
 from .session import SESSIONS
@@ -91,6 +91,12 @@ def _draw_solver(layout, sc) -> None:
     box.prop(sc, "iterations")
     box.prop(sc, "live_iterations")
     box.prop(sc, "live_matrix_reuse")
+    box.prop(sc, "preview_quality")
+    box.prop(sc, "preview_cache_mb")
+    text, differs = preview_record.quality_line(
+        settings.solver_spec(sc.id_data), sc.preview_quality == "BAKE", settings.bake_spec(sc.id_data).preroll
+    )
+    box.label(text=text, icon="ERROR" if differs else "CHECKMARK")
     box.prop(sc, "tolerance")
     box.prop(sc, "integrator")
     box.prop(sc, "use_damping_ratio")
@@ -213,7 +219,20 @@ def _draw_session(layout, context, owner) -> None:
         box.label(text="Model out of date: Simulate and Bake rebuild it", icon="ERROR")
     box.label(text=f"Segments: {st['segments']}   Joints: {st['joints']}")
     box.label(text=f"{st['ms_per_step']:.1f} ms/step, {st['iterations']:.1f} iterations")
+    frame_ms = st["ms_per_step"] * session.substeps
+    if frame_ms > 0.0:  # what Preview Quality Bake can reach on this machine: physics alone, drawing on top
+        box.label(text=f"{frame_ms:.1f} ms of physics per frame ({session.substeps} steps): ≤ {1e3 / frame_ms:.0f} fps")
     box.label(text=f"Residual ‖C + α̃λ‖∞: {st['residual']:.2e}")
+
+
+def _draw_preview(layout, owner) -> None:
+    """Bake from Preview and what the last Simulate of ``owner`` recorded."""
+    rec = preview_record.RECORDINGS.get(owner.name)
+    row = layout.row()
+    row.enabled = rec is not None
+    row.operator("stiff_rods.bake_from_preview", icon="REC")
+    if rec is not None:
+        layout.label(text=rec.summary())
 
 
 class STIFF_RODS_PT_main(bpy.types.Panel):
@@ -245,6 +264,7 @@ class STIFF_RODS_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("stiff_rods.bake")
         row.operator("stiff_rods.free_bake")
+        _draw_preview(layout, owner)
         _draw_session(layout, context, owner)
 
 

@@ -287,6 +287,27 @@ class StiffRodsSceneSettings(bpy.types.PropertyGroup):
         "stops converging). 0: factorise every frame. Bake always "
         "factorises every iteration",
     )
+    preview_quality: EnumProperty(
+        name="Preview Quality",
+        items=[
+            ("FAST", "Fast", "Simulate steps once per frame with Live Iterations and Live Matrix Reuse (interactive)"),
+            (
+                "BAKE",
+                "Bake",
+                "Simulate steps with Bake's Substeps and Iterations, factorising every iteration: the preview is "
+                "what Bake writes (Bake from Preview keys it), at Bake's cost per frame",
+            ),
+        ],
+        default="FAST",
+    )
+    preview_cache_mb: IntProperty(
+        name="Preview Cache (MB)",
+        default=1024,
+        min=1,
+        max=65536,
+        description="Simulate records the frames it shows for Bake from Preview, up to this size; later frames "
+        "are not recorded (a leafy birch frame: 0.83 MB)",
+    )
     tolerance: FloatProperty(
         name="Tolerance η",
         default=1e-6,

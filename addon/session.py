@@ -29,6 +29,12 @@ from .pins import PinSet
 SESSIONS: dict[str, Session] = {}  # object name → session
 
 
+def bake_quality(scene) -> bool:
+    """True when the scene's Preview Quality is Bake: the live preview steps with Bake's substeps and iterations
+    (every iteration factorised) instead of the Live Iterations and Live Matrix Reuse."""
+    return getattr(scene.stiff_rods, "preview_quality", "FAST") == "BAKE"
+
+
 class Session:
     def __init__(self, obj: bpy.types.Object, scene: bpy.types.Scene):
         self.wind = None  # addon.wind.SceneWind, set by the operators when the scene has wind
@@ -49,6 +55,7 @@ class Session:
         model, self.branch_map = builder.tree_model(rod, src.branches, src.parents)
         self.source = src
         self.leaf_mesh: reader.LeafMesh | None = None
+        self.leaf_coordinates_shown: np.ndarray | None = None  # the leaves' base coordinates last written
         if rod.use_leaves and is_tree and src.leaves is not None:
             model = self._attach_leaves(model, src)
         self.owner_name = (src.armature or src.curve).name
@@ -185,7 +192,7 @@ class Session:
             here = metric(self.pins.carrier.matrix_world, self.unit)
             if unit_scale(scene) != self.unit or not np.allclose(here, self.pins.carrier_rest, rtol=0.0, atol=1e-9):
                 self._build(self.object, scene)  # the rest shape is where the carrier is at the start
-            self.run = settings.solver_spec(scene).run(live)
+            self.run = settings.solver_spec(scene).run(live and not bake_quality(scene))
             self.colliders = self._read_colliders(scene)  # shaped where they are at the start frame
             self.pins.pin_object, self.pins.pin_joint, self.pins.pin_axis = settings.pin_settings(self.object)
             self._read_scene(scene, frame, first=True)
@@ -284,7 +291,8 @@ class Session:
                 reader.write_control_points(self.source.curve, cps)
             return
         if self.leaf_mesh is not None:
-            self._set_leaf_coordinates(self.leaf_base_coordinates())
+            self.leaf_coordinates_shown = self.leaf_base_coordinates()  # the preview's recording takes them too
+            self._set_leaf_coordinates(self.leaf_coordinates_shown)
         assert arm.pose is not None  # an armature object always has a pose
         pose_bones = arm.pose.bones
         q = self.bone_quaternions()

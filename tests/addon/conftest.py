@@ -27,6 +27,7 @@ PURE_MODULES = (
     "texture_files",
     "variants",
     "forest_layers",
+    "preview_record",
 )
 
 
