@@ -36,16 +36,23 @@ Time steps: ours 1/200 s on every scene (the closed forms' step; for the pile to
 guide's dt = 0.01·dx (s/m), dx its shortest element (https://docs.cosseratrods.org/en/latest/guide/discretization.html),
 lowered where its explicit step diverges (benchmarks/_elastica_scenes.py ``guide_dt``): 5.2e-5 s (capstan),
 1.9e-5 s (crossing: 0.01·dx diverged), 9.6e-5 s (pile). Contact stiffness and friction: _elastica_scenes.py.
+Why not a longer step of ours on the capstan: its slide error grows with Δt (our implicit Euler's numerical damping):
+−6.9 % at 1/200 s, −9.5 % at 1/100 s, −19 % at 1/50 s (BDF2: −6.4 %, −7.5 %), against PyElastica's −4.6 %, while
+the hold's creep stays ~1e-6 m at all of them; already at 1/200 s our slide is the less accurate of the two.
 
-Measured (2 shared cores, one run each; docs/notes/contacts.md): full capstan ratio 1.89 (ours 9.2 s, creep
-2.0e-6 m, slide −6.9 %; PyElastica 4.9 s, creep 2.4e-2 m, slide −4.6 %); crossing 0.09 (ours 4.35 s, F
+Measured (2 shared cores, load 2–4 from other jobs; docs/notes/contacts.md): full capstan ratio 1.08 with
+``--repeat 5`` alternated (ours 5.88 s, PyElastica 5.46 s; pairs 1.01–1.20), 1.01 and 1.13 with ``--repeat 3``;
+CPU time (``time.process_time``, steady under load) ours 5.23 s, PyElastica 4.74 s: 1.10. Creep 2.0e-6 m, slide
+−6.9 % (PyElastica 2.4e-2 m, −4.6 %). Before the compiled disk QP: 1.90 (13.3 s against 7.0 s; CPU 8.94 s against
+4.83 s). Crossing 0.09 (ours 4.35 s, F
 +2e-6, δ +0.11 %; PyElastica 43.6 s, F −1.9 %, δ −7.3 %, not at rest after 2 s); ``--quick`` pile (0.1 s) 134 (ours
 141 s for 20 steps, 0.088 r deep, 8 of them XPBD, 2 at the cap, median 15.5 iterations; PyElastica 1.06 s, 0.13 r).
 Capstan and crossing: 649 steps, none at the cap or XPBD, median 2 iterations. A 0.3 s pile: ratio 258 (ours 591 s,
 44 of 60 steps XPBD, 18 at the cap, median 29.5 iterations, 0.088 r; PyElastica 2.3 s, 0.57 r).
 
 Wall times: the stepping alone (``time.perf_counter``, measurements outside it), after a short warm-up run of
-every scene on both sides (numba compiles), OMP_NUM_THREADS=1; ``--repeat N`` quotes medians. Ratios are ours /
+every scene on both sides (numba compiles), OMP_NUM_THREADS=1; ``--repeat N`` runs the two sides alternately and
+quotes medians (``wall_runs_s`` every run, ``ratio_pairs`` each adjacent pair's ratio). Ratios are ours /
 PyElastica's (target ≤ 1.0), reported as they are. Our ``cap_share``, ``median_iterations`` and ``xpbd_fraction``
 pool the scenes' ``Contacts.reports``.
 
@@ -294,11 +301,21 @@ def report_stats(contacts) -> dict:
     )
 
 
-def _median_run(run, repeat: int) -> dict:
-    runs = [run() for _ in range(repeat)]
-    out = runs[0]
-    out["wall_s"] = float(np.median([r["wall_s"] for r in runs]))
-    return out
+def _median_runs(ours, theirs, repeat: int) -> tuple[dict, dict]:
+    """``repeat`` runs of each side, alternated (ours, PyElastica's, ours, …: a change in the shared machine's load
+    falls on both): the first run of each with its wall time the median of its runs, and every run's wall time
+    (``wall_runs_s``)."""
+    runs: tuple[list, list] = ([], [])
+    for _ in range(repeat):
+        for side, run in zip(runs, (ours, theirs), strict=True):
+            side.append(run())
+    out = []
+    for side in runs:
+        first = side[0]
+        first["wall_runs_s"] = [float(r["wall_s"]) for r in side]
+        first["wall_s"] = float(np.median(first["wall_runs_s"]))
+        out.append(first)
+    return out[0], out[1]
 
 
 def _clean(d: dict) -> dict:
@@ -309,12 +326,13 @@ def run_all(scenes, quick: bool, repeat: int) -> dict:
     warm_up(scenes)
     runs, result, contacts = scene_runs(quick), {}, []
     for name in scenes:
-        ours, theirs = (_median_run(run, repeat) for run in runs[name])
+        ours, theirs = _median_runs(*runs[name], repeat)
         mine = ours.pop("contacts")
         contacts += mine
         theirs.pop("contacts", None)
         result[f"ratio_{name}"] = ours["wall_s"] / theirs["wall_s"]
-        result[name] = dict(ours=_clean(ours) | report_stats(mine), pyelastica=_clean(theirs))
+        pairs = [a / b for a, b in zip(ours["wall_runs_s"], theirs["wall_runs_s"], strict=True)]
+        result[name] = dict(ours=_clean(ours) | report_stats(mine), pyelastica=_clean(theirs), ratio_pairs=pairs)
     return result | report_stats(contacts)
 
 

@@ -28,20 +28,33 @@ phases:
    Phases 2 and 3 repeat from the polished directions until the natural map (:func:`disk_kkt_violation`) is below
    1e-9 of the largest impulse.
 
-From a start ``x0`` (the last Newton iteration's impulses) phases 2 and 3 run first from the start's own active set;
-the barrier only where that does not settle within eight box QPs (on the Slinky, ~1100 rows, a warm start settles in
-0.03–0.1 s where the barrier and its box QP took ~4 s). Tested (tests/solver/contact/test_disk_qp.py) against a closed
-form, and against scipy's SLSQP on random problems with condition numbers up to ~1e9.
+From a start ``x0`` (the last Newton iteration's impulses) phases 2 and 3 run first from the start's own active set
+(its disks within 1 % of their radius sliding, their point put on the circle's corner); the barrier only where that
+does not settle within eight box QPs (on the Slinky, ~1100 rows, a warm start settles in 0.03–0.1 s where the barrier
+and its box QP took ~4 s). Phases 2 and 3 of QPs up to ``box_qp.FRESH_UP_TO`` rows run compiled
+(:mod:`solver.contact._disk_qp_kernel`, the same steps in one numba call; ``DiskQPOptions(compiled=False)`` runs the
+numpy implementation here, the reference and the fallback). Tested (tests/solver/contact/test_disk_qp.py) against a
+closed form, and against scipy's SLSQP on random problems with condition numbers up to ~1e9; the compiled path
+against this one on a capstan's QPs (tests/solver/contact/test_compiled_contact_qps.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 from numpy.linalg import LinAlgError
 
-from .box_qp import cholesky_factor, cholesky_solve, solve_box_qp
+from ..core import compiled
+from .box_qp import FRESH_UP_TO, cholesky_factor, cholesky_solve, solve_box_qp
+
+# phase 3 stops where Newton's step would lower f by at most this much of |f|: the step is then ~1e-13 of y (f's
+# decrease is quadratic in it), which is rounding
+ROUNDING = 1e-26
+# ... and after a full step that lowered f by at most this much of |f| (a step of ~1e-10 of y: the next one,
+# quadratically smaller, is rounding)
+FINAL = 1e-20
 
 
 @dataclass
@@ -160,12 +173,15 @@ def _barrier(s, q, y, bounded, disks, options: DiskQPOptions):
 class DiskQPOptions:
     """``growth``: the barrier parameter's factor per centring, ``gap_rtol``: the barrier's stop, m/t ≤ gap_rtol
     (|yᵀSy| + |qᵀy|); ``max_newton``: Newton steps at most; ``max_rounds``: box QPs at most (a disk leaving its
-    circle in one gets its inscribed box in the next)."""
+    circle in one gets its inscribed box in the next); ``compiled``: the box QPs and phase 3 run compiled where the
+    compiled path is active (:mod:`solver.contact._disk_qp_kernel`, the same steps; the numpy implementation here is
+    the reference and the fallback)."""
 
     growth: float = 20.0
     gap_rtol: float = 1e-9
     max_newton: int = 400
     max_rounds: int = 4
+    compiled: bool = True
 
 
 def solve_disk_qp(s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, options: DiskQPOptions | None = None):
@@ -198,12 +214,15 @@ def solve_disk_qp(s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, options
     if x0 is not None:
         # from the start's own active set (its disks on their circle sliding, the others sticking): where the
         # solution's is that one or is reached from it within eight box QPs, phases 2 and 3 alone find it (a warm
-        # start: the last Newton iteration's impulses; the capstan runs took 92 s of CPU, 171 s with one box QP)
+        # start: the last Newton iteration's impulses; the capstan runs took 92 s of CPU, 171 s with one box QP).
+        # Within 1 % of the circle counts as on it: a start from the last step, on its circle of a slightly
+        # different radius, otherwise starts every disk sticking (the capstan's first QPs: ~35 face steps, 14 at
+        # 1e-3, 10 at 1e-2; at 1e-1 the misjudged disks took the barrier)
         start = y.copy()
         start[:n_bounded] = np.maximum(start[:n_bounded], 0.0)
         _into_disks(start, rows_a, rows_b, np.where(open_, radius, 0.0))
-        on = open_ & (np.hypot(start[rows_a], start[rows_b]) >= radius * (1.0 - 1e-6))
-        warm = _finish(s, q, n_bounded, (rows_a, rows_b, radius), start, on, (lo, hi), 8)
+        on = open_ & (np.hypot(start[rows_a], start[rows_b]) >= radius * (1.0 - 1e-2))
+        warm = _finish(s, q, n_bounded, (rows_a, rows_b, radius), start, on, (lo, hi), replace(options, max_rounds=8))
         if warm[3]:
             return DiskQPResult(warm[0], warm[2], warm[1], True, lo.copy(), hi.copy(), warm[4])
     newton = 0
@@ -240,7 +259,7 @@ def solve_disk_qp(s, q, n_bounded: int, rows_a, rows_b, radius, x0=None, options
     length = np.hypot(y[rows_a], y[rows_b])
     sliding = open_ & (length >= radius * (1.0 - 1e-3))
     y, solves, polished, settled, sliding = _finish(
-        s, q, n_bounded, (rows_a, rows_b, radius), y, sliding, (lo, hi), options.max_rounds
+        s, q, n_bounded, (rows_a, rows_b, radius), y, sliding, (lo, hi), options
     )
     return DiskQPResult(y, newton + polished, solves, bool(reached and settled), lo.copy(), hi.copy(), sliding)
 
@@ -252,24 +271,38 @@ def _into_disks(y, rows_a, rows_b, radius) -> None:
     y[rows_b] *= shrink
 
 
-def _finish(s, q, n_bounded, disks, y, sliding, box, max_rounds):
+def _finish(s, q, n_bounded, disks, y, sliding, box, options: DiskQPOptions):
     """Phases 2 and 3 from ``y`` with the disks ``sliding`` on their circle: the box QP over the boxes inscribed
     along the sliding disks' directions (``box`` = (lo, hi), set in place), then Newton on their angles; again from
     the polished directions while the natural map is above 1e-9 of the largest impulse (``disks`` = (rows_a,
-    rows_b, radius)). Returns (y, box QP solves, Newton steps, settled, sliding)."""
+    rows_b, radius), ``options`` its ``max_rounds`` and ``compiled``). Returns (y, box QP solves, Newton steps, settled,
+    sliding)."""
     rows_a, rows_b, radius = disks
     lo, hi = box
+    if options.compiled and 0 < y.size <= FRESH_UP_TO and compiled.kernel("box_qp") is not None:
+        kernel = compiled.kernel("disk_qp")
+        if kernel is not None:  # the same rounds in one call (solver/contact/_disk_qp_kernel.py)
+            out = kernel.finish(
+                np.ascontiguousarray(s), q, int(n_bounded), rows_a, rows_b, radius, y, sliding, lo, hi,
+                int(options.max_rounds), ROUNDING, FINAL,
+            )  # fmt: skip
+            return out[0], int(out[1]), int(out[2]), bool(out[3]), out[4]
     sliding = sliding.copy()
     length = np.hypot(y[rows_a], y[rows_b])
     solves, newton, settled = 0, 0, False
-    for _ in range(max_rounds):
+    for _ in range(options.max_rounds):
         u = np.ones((radius.size, 2))
         on = sliding & (length > 0.0)
         u[on, 0] = np.abs(y[rows_a[on]]) / length[on]
         u[on, 1] = np.abs(y[rows_b[on]]) / length[on]
         lo[rows_a], hi[rows_a] = -radius * u[:, 0], radius * u[:, 0]
         lo[rows_b], hi[rows_b] = -radius * u[:, 1], radius * u[:, 1]
-        res = solve_box_qp(s, q, lo, hi, x0=y)
+        # the box QP starts with the sliding disks at their corner, exactly (a point a rounding inside its circle
+        # would start free and take a face step per row back to the bound: 1–2 of the capstan's ~24 per QP)
+        y = y.copy()
+        y[rows_a[on]] = np.copysign(hi[rows_a[on]], y[rows_a[on]])
+        y[rows_b[on]] = np.copysign(hi[rows_b[on]], y[rows_b[on]])
+        res = solve_box_qp(s, q, lo, hi, x0=y, compiled_qp=options.compiled)
         y, solves = res.x, solves + res.iterations
         length = np.hypot(y[rows_a], y[rows_b])
         # a disk the box QP holds on neither side of its corner sticks (inside its inscribed box)
@@ -283,7 +316,7 @@ def _finish(s, q, n_bounded, disks, y, sliding, box, max_rounds):
         if outside.any():
             sliding |= outside
             continue
-        y, polished = _polish(s, q, n_bounded, disks, y, box, sliding)
+        y, polished = _polish(s, q, n_bounded, disks, y, box, sliding, options.compiled)
         newton += polished
         length = np.hypot(y[rows_a], y[rows_b])
         violation = disk_kkt_violation(s, q, n_bounded, rows_a, rows_b, radius, y)
@@ -340,21 +373,39 @@ def _onto_circles(y, box, ca, cb, cr):
     return y, theta
 
 
-def _polish(s, q, n_bounded, disks, y, box, sliding, steps: int = 8):
+def _polish(s, q, n_bounded, disks, y, box, sliding, compiled_qp: bool = True):
     """Phase 3: Newton's method on the box QP's active set with the disks on their circle parametrised by their
     angle, y_j = b_j (cos θ_j, sin θ_j): f is smooth in (the free rows, θ), its Hessian TᵀST plus b_j (−c_jᵀ∇f_j)
     on θ_j (positive where the disk's multiplier is), with a backtracking line search that keeps the free bounded
     rows ≥ 0 and lowers f (Armijo) or, near the solution where f's changes are lost to rounding, the reduced
     gradient: from the corner's direction (exact to the interior-point gap) each step
     squares the direction's error (``sliding``: the disks on their circle, which the box QP may hold on one side
-    of their corner only). Stops where the Hessian is not positive definite or the step no longer lowers f.
-    Returns (y, steps taken); ``disks`` = (rows_a, rows_b, radius), ``box`` = (lo, hi)."""
+    of their corner only). Stops where the Hessian is not positive definite, where the step no longer lowers f, and
+    where it would lower f by at most ``ROUNDING`` |f| (a step of ~1e-13 of y: on the capstan from the second or
+    third step on, which before changed y by rounding only), or after a full step that lowered it by at most
+    ``FINAL`` |f|.
+    Returns (y, steps taken); ``disks`` = (rows_a, rows_b, radius), ``box`` = (lo, hi). Runs compiled
+    (:func:`solver.contact._disk_qp_kernel.polish`, the same steps) where the compiled path is active and
+    ``compiled_qp``."""
     rows_a, rows_b, radius = disks
     fi, circle = _active(y, box[0], box[1], rows_a, rows_b, radius, sliding)
     ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
     if ca.size == 0:
         return y, 0
     y, theta = _onto_circles(y, box, ca, cb, cr)
+    kernel = compiled.kernel("disk_qp") if compiled_qp else None
+    if kernel is not None:
+        y, taken = kernel.polish(
+            np.ascontiguousarray(s), q, int(n_bounded), fi, ca, cb, cr, y, theta, 8, ROUNDING, FINAL
+        )
+        return y, int(taken)
+    return _newton_on_angles(s, q, n_bounded, fi, (ca, cb, cr), y, theta)
+
+
+def _newton_on_angles(s, q, n_bounded, fi, circles, y, theta, steps: int = 8):
+    """:func:`_polish`'s iteration in numpy from the start ``y`` on the circles (angles ``theta``; ``fi`` the free
+    rows, ``circles`` = (rows_a, rows_b, radius) of the circle disks): (y, Newton steps taken)."""
+    ca, cb, cr = circles
 
     def f(v):  # (f(v), ∇f(v)) from one product with S
         sv = s @ v
@@ -383,7 +434,7 @@ def _polish(s, q, n_bounded, disks, y, box, sliding, steps: int = 8):
             break
         slope = float(grad @ step)
         norm = float(np.max(np.abs(grad), initial=0.0))
-        if not slope < 0.0:
+        if not slope < -ROUNDING * abs(value):
             break
         # a free bounded row the step would take below 0 stops it there and is held at 0 from then on (the active
         # set changes; the box QP's next round releases it if its multiplier says so)
@@ -412,16 +463,24 @@ def _polish(s, q, n_bounded, disks, y, box, sliding, steps: int = 8):
         else:
             taken += 1
         y, theta, value, g = trial, th, value_t, g_t
+        if alpha == 1.0 and -slope <= FINAL * abs(value):
+            break
     return y, taken
 
 
-def radius_sensitivity(s, q, rows_a, rows_b, radius, result: DiskQPResult) -> np.ndarray:
+def radius_sensitivity(s, q, rows_a, rows_b, radius, result: DiskQPResult, compiled_qp: bool = True) -> np.ndarray:
     """∂y/∂b (n, n_disks): how the solution moves with the disks' radii while its active set holds (the implicit
     function theorem on the stationarity of f in the free rows and the circle disks' angles: with G = Tᵀ∇f,
     ∂z/∂b = −(∂G/∂z)⁻¹ ∂G/∂b, where ∂y/∂b_j = c_j on disk j's rows and ∂G_θj/∂b_j gains d_jᵀ∇f_j, d_j = (−sin θ_j,
     cos θ_j)). Disks inside their circle have no column (their radius does not bind); zeros where the active set
-    is degenerate (a circle disk without a positive multiplier)."""
+    is degenerate (a circle disk without a positive multiplier). Runs compiled
+    (:func:`solver.contact._disk_qp_kernel.sensitivity`) where the compiled path is active and ``compiled_qp``."""
     y = result.x
+    kernel = compiled.kernel("disk_qp") if compiled_qp else None
+    if kernel is not None:
+        return kernel.sensitivity(
+            np.ascontiguousarray(s), q, rows_a, rows_b, radius, y, result.lo, result.hi, result.sliding
+        )
     out = np.zeros((y.size, radius.size))
     fi, circle = _active(y, result.lo, result.hi, rows_a, rows_b, radius, result.sliding)
     ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
@@ -445,3 +504,42 @@ def radius_sensitivity(s, q, rows_a, rows_b, radius, result: DiskQPResult) -> np
         return out
     out[:, np.flatnonzero(circle)] = tmat @ dz + dyb
     return out
+
+
+def _warm_up_disk_qp(kernel) -> None:
+    """Compile (or load) the disk QP kernel and compare its phase 3 with the numpy method's on a random QP with bound
+    rows and four sliding disks, from the solution with each disk turned by 0.05 rad (its box inscribed along the
+    turned direction): the same point to 1e-12 of its size and the same number of Newton steps."""
+    rng = np.random.default_rng(2)
+    k, nd = 6, 4
+    n = k + 2 * nd
+    a = rng.standard_normal((n, n))
+    s = a @ a.T + 0.5 * np.eye(n)
+    q = 2.0 * rng.standard_normal(n)
+    q[:k] = -np.abs(q[:k])  # pressed: the normals carry load
+    disks = (k + np.arange(nd), k + nd + np.arange(nd), 0.2 + 0.3 * rng.random(nd))
+    rows_a, rows_b, radius = disks
+    res = solve_disk_qp(s, q, k, *disks, options=DiskQPOptions(compiled=False))
+    y = res.x.copy()
+    theta = np.arctan2(y[rows_b], y[rows_a]) + 0.05
+    y[rows_a], y[rows_b] = radius * np.cos(theta), radius * np.sin(theta)
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    lo[rows_a], lo[rows_b] = -radius * np.abs(np.cos(theta)), -radius * np.abs(np.sin(theta))
+    hi[rows_a], hi[rows_b] = -lo[rows_a], -lo[rows_b]
+    ref = _polish(s, q, k, disks, y, (lo, hi), res.sliding, compiled_qp=False)
+    fi, circle = _active(y, lo, hi, rows_a, rows_b, radius, res.sliding)
+    ca, cb, cr = rows_a[circle], rows_b[circle], radius[circle]
+    start, angles = _onto_circles(y, (lo, hi), ca, cb, cr)
+    out = kernel.polish(s, q, k, fi, ca, cb, cr, start, angles, 8, ROUNDING, FINAL)
+    if ref[1] < 2 or out[1] != ref[1] or not np.allclose(out[0], ref[0], rtol=0.0, atol=1e-12 * np.abs(ref[0]).max()):
+        raise RuntimeError("the compiled disk QP polish disagrees with the numpy method")
+    sens = radius_sensitivity(s, q, *disks, res, compiled_qp=False)
+    out = kernel.sensitivity(s, q, *disks, res.x, res.lo, res.hi, res.sliding)
+    if not np.any(sens) or not np.allclose(out, sens, rtol=0.0, atol=1e-10 * np.abs(sens).max()):
+        raise RuntimeError("the compiled disk QP's radius sensitivity disagrees with the numpy method")
+
+
+# the compiled phase 3 joins the compiled path (its cache key, its warm-up, compiled.kernel("disk_qp"))
+compiled.register_kernel(
+    "disk_qp", f"{__package__}._disk_qp_kernel", Path(__file__).with_name("_disk_qp_kernel.py"), _warm_up_disk_qp
+)

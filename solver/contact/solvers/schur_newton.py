@@ -101,17 +101,22 @@ def unit_responses(sim, joints, fa, fb, ga, gb):
     the factorised ``joints`` (:class:`~solver.core.hooks.JointSystem`) per row (as ``loop_closing`` applies loop
     joints through the tree)."""
     n_free = sim.free_index.size
-    resp_x = np.zeros((fa.size, n_free, 6))
-    resp_l = np.zeros((fa.size,) + sim.lam.shape)
+    if fa.size == 0:
+        return np.zeros((0, n_free, 6)), np.zeros((0,) + sim.lam.shape)
     zero_joint = np.zeros_like(sim.lam)
-    for r in range(fa.size):
-        force = np.zeros((n_free, 6))
-        if fa[r] >= 0:
-            force[fa[r]] += ga[r]
-        if fb[r] >= 0:
-            force[fb[r]] += gb[r]
-        resp_x[r], resp_l[r] = joints.solve(force, zero_joint)
-    return resp_x, resp_l
+    force = np.zeros((n_free, 6))  # one right-hand side, set and cleared per row (the solve only reads it)
+    poses, joint_parts = [], []
+    for r, (a, b) in enumerate(zip(fa.tolist(), fb.tolist(), strict=True)):
+        if a >= 0:
+            force[a] += ga[r]
+        if b >= 0:
+            force[b] += gb[r]
+        dx, dl = joints.solve(force, zero_joint)
+        poses.append(dx)
+        joint_parts.append(dl)
+        force[a if a >= 0 else b] = 0.0
+        force[b if b >= 0 else a] = 0.0
+    return np.stack(poses), np.stack(joint_parts)
 
 
 def lateral_woodbury(geo, sim, joints, b, geometry, lam_n, contact_rows, dz_joint):
