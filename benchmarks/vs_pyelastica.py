@@ -40,7 +40,9 @@ Why not a longer step of ours on the capstan: its slide error grows with Δt (ou
 −6.9 % at 1/200 s, −9.5 % at 1/100 s, −19 % at 1/50 s (BDF2: −6.4 %, −7.5 %), against PyElastica's −4.6 %, while
 the hold's creep stays ~1e-6 m at all of them; already at 1/200 s our slide is the less accurate of the two.
 
-Measured (2 shared cores, load 2–4 from other jobs; docs/notes/contacts.md): full capstan ratio 1.08 with
+Measured (2 shared cores, load 2–4 from other jobs; docs/notes/contacts.md): full capstan ratio 0.94 with
+``--repeat 3`` (ours 4.67 s, PyElastica 4.96 s; pairs 0.91–0.95) since contact's row sets test membership with a
+marker array, against 1.03 just before it in the same machine state; with the compiled disk QP alone 1.08 with
 ``--repeat 5`` alternated (ours 5.88 s, PyElastica 5.46 s; pairs 1.01–1.20), 1.01 and 1.13 with ``--repeat 3``;
 CPU time (``time.process_time``, steady under load) ours 5.23 s, PyElastica 4.74 s: 1.10. Creep 2.0e-6 m, slide
 −6.9 % (PyElastica 2.4e-2 m, −4.6 %). Before the compiled disk QP: 1.90 (13.3 s against 7.0 s; CPU 8.94 s against
